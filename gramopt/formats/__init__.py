@@ -1,0 +1,109 @@
+"""Readers and writers per dialect, dialect detection, atomic output.
+
+    read(path, dialect=None) -> Grammar       dialect from the extension unless given
+    parse(text, dialect, path=None) -> Grammar
+    write(grammar, dialect=None) -> str       the grammar's own dialect unless given
+
+Every reader raises ``GrammarError`` (with a position) on bad input, never anything else.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from ..grammar import Grammar, GrammarError
+
+DIALECTS = ("gbnf", "ebnf", "lark", "goebnf")
+_EXTENSIONS = {".gbnf": "gbnf", ".ebnf": "ebnf", ".lark": "lark", ".goebnf": "goebnf"}
+
+
+def detect_dialect(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in _EXTENSIONS:
+        raise GrammarError(f"unknown dialect for '{path}': use an extension among "
+                           f"{', '.join(sorted(_EXTENSIONS))} or pass --dialect", path=path)
+    return _EXTENSIONS[ext]
+
+
+def parse(text: str, dialect: str, path: str | None = None) -> Grammar:
+    """Parse grammar ``text`` written in ``dialect``; errors carry ``path`` and the line."""
+    if dialect not in DIALECTS:
+        raise GrammarError(f"unknown dialect '{dialect}' (known: {', '.join(DIALECTS)})", path=path)
+    try:
+        if dialect in ("gbnf", "ebnf"):
+            from .ebnf import parse_ebnf
+            return parse_ebnf(text, dialect)
+        if dialect == "goebnf":
+            from .goebnf import parse_goebnf
+            return parse_goebnf(text)
+        from .lark import parse_lark
+        return parse_lark(text, path=path)
+    except GrammarError as e:
+        raise e.located(path, text) from None
+    except RecursionError:
+        raise GrammarError("grammar nested too deeply", path=path) from None
+
+
+def read(path: str, dialect: str | None = None) -> Grammar:
+    dialect = dialect or detect_dialect(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise GrammarError(f"cannot read: {e.strerror}", path=path) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        from ..grammar import SourcePos
+        raise GrammarError("file is not valid UTF-8 text", SourcePos(line, col), path) from None
+    if "\x00" in text:
+        from ..grammar import SourcePos
+        i = text.index("\x00")
+        raise GrammarError("file contains a NUL byte: not a grammar",
+                           SourcePos(text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1), path)
+    return parse(text, dialect, path)
+
+
+def write(grammar: Grammar, dialect: str | None = None) -> str:
+    """Print ``grammar`` in ``dialect`` (default: its own). Raises GrammarError when the
+    target dialect cannot express something the grammar uses."""
+    dialect = dialect or grammar.dialect
+    if dialect in ("gbnf", "ebnf"):
+        from .ebnf import write_ebnf
+        return write_ebnf(grammar, dialect)
+    if dialect == "lark":
+        from .lark import write_lark
+        return write_lark(grammar)
+    if dialect == "goebnf":
+        raise GrammarError("gramopt reads Go-EBNF but writes it as xgrammar EBNF: use --to ebnf")
+    raise GrammarError(f"unknown dialect '{dialect}'")
+
+
+def write_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file in the same folder + rename), so a
+    reader never sees half a file and an interrupted run leaves the old file intact.
+    ``-`` writes to standard output."""
+    if path == "-":
+        import sys
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".gramopt-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if os.path.exists(path):
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

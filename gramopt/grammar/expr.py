@@ -1,0 +1,216 @@
+"""Immutable grammar expressions.
+
+An expression denotes a set of UTF-8 byte strings (for GBNF / xgrammar EBNF), or of
+terminal sequences (for Lark, where ``Terminal`` and ``Regex`` are atoms of a lexer):
+
+  Literal(text)              the UTF-8 bytes of ``text`` (one or more code points)
+  CharClass(ranges, negated) one code point in the ranges (or, negated, any code point
+                             outside them), as its 1-4 UTF-8 bytes
+  Regex(pattern, flags)      a Lark regular-expression terminal (an atom)
+  Terminal(name)             a named lexer terminal (Lark; an atom)
+  Ref(name)                  the language of the rule ``name``
+  Seq(items)                 concatenation, ``len(items) >= 2``
+  Alt(items)                 union, ``len(items) >= 2``, order kept as written
+  Repeat(item, min, max)     ``item{min,max}``; ``max is None`` means unbounded
+  Epsilon()                  the empty string
+
+Nodes are frozen and hashable, so equal expressions compare and hash equal. The smart
+constructors :func:`seq` and :func:`alt` flatten nesting and drop the trivial cases; readers
+build every node through them, so the IR of a grammar does not depend on redundant
+parentheses, and a read → write → read round trip gives an equal IR.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+MAX_CODE_POINT = 0x10FFFF
+
+
+class Expr:
+    """Base of all expression nodes."""
+
+    __slots__ = ()
+
+    def children(self) -> tuple["Expr", ...]:
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class Epsilon(Expr):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Literal(Expr):
+    text: str
+
+    def __post_init__(self) -> None:
+        if not self.text:
+            raise ValueError("empty Literal: use Epsilon()")
+
+
+@dataclass(frozen=True, slots=True)
+class CharClass(Expr):
+    """One code point from ``ranges`` (sorted, disjoint, non-adjacent, inclusive) or,
+    when ``negated``, one code point from the complement of ``ranges`` in [0, 0x10FFFF]."""
+
+    ranges: tuple[tuple[int, int], ...]
+    negated: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ranges", normalize_ranges(self.ranges))
+
+    def code_points(self) -> tuple[tuple[int, int], ...]:
+        """The accepted code points as sorted, disjoint inclusive ranges."""
+        return complement_ranges(self.ranges) if self.negated else self.ranges
+
+
+@dataclass(frozen=True, slots=True)
+class Regex(Expr):
+    """A Lark regexp terminal ``/pattern/flags`` — an atom; gramopt never looks inside."""
+
+    pattern: str
+    flags: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Terminal(Expr):
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ref(Expr):
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Seq(Expr):
+    items: tuple[Expr, ...]
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.items
+
+
+@dataclass(frozen=True, slots=True)
+class Alt(Expr):
+    items: tuple[Expr, ...]
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.items
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat(Expr):
+    item: Expr
+    min: int = 0
+    max: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.min < 0 or (self.max is not None and self.max < self.min):
+            raise ValueError(f"bad repetition bounds {{{self.min},{self.max}}}")
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.item,)
+
+
+# ---------------------------------------------------------------- smart constructors
+
+
+def seq(*items: Expr) -> Expr:
+    """Concatenation, flattened: nested Seq spliced, Epsilon dropped, one item unwrapped."""
+    flat: list[Expr] = []
+    for item in items:
+        if isinstance(item, Seq):
+            flat.extend(item.items)
+        elif not isinstance(item, Epsilon):
+            flat.append(item)
+    if not flat:
+        return Epsilon()
+    if len(flat) == 1:
+        return flat[0]
+    return Seq(tuple(flat))
+
+
+def alt(*items: Expr) -> Expr:
+    """Union, flattened: nested Alt spliced, order and duplicates kept, one item unwrapped."""
+    flat: list[Expr] = []
+    for item in items:
+        if isinstance(item, Alt):
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    if not flat:
+        raise ValueError("alt() of nothing denotes the empty language; gramopt has no node for it")
+    if len(flat) == 1:
+        return flat[0]
+    return Alt(tuple(flat))
+
+
+def char(c: str) -> CharClass:
+    return CharClass(((ord(c), ord(c)),))
+
+
+# ---------------------------------------------------------------- code-point ranges
+
+
+def normalize_ranges(ranges) -> tuple[tuple[int, int], ...]:
+    """Sort, merge overlapping and adjacent ranges; reject bad bounds."""
+    out: list[list[int]] = []
+    for lo, hi in sorted((int(a), int(b)) for a, b in ranges):
+        if lo > hi or lo < 0 or hi > MAX_CODE_POINT:
+            raise ValueError(f"bad character range {lo:#x}-{hi:#x}")
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((a, b) for a, b in out)
+
+
+def complement_ranges(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    out = []
+    nxt = 0
+    for lo, hi in ranges:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CODE_POINT:
+        out.append((nxt, MAX_CODE_POINT))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- traversal
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """Every node of ``expr``, pre-order."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children()))
+
+
+def refs(expr: Expr) -> list[str]:
+    """Names of rules referenced in ``expr``, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for node in walk(expr):
+        if isinstance(node, Ref):
+            seen.setdefault(node.name, None)
+    return list(seen)
+
+
+def transform(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
+    """Rebuild ``expr`` bottom-up, applying ``fn`` to every node after its children."""
+    if isinstance(expr, Seq):
+        return fn(seq(*(transform(i, fn) for i in expr.items)))
+    if isinstance(expr, Alt):
+        return fn(alt(*(transform(i, fn) for i in expr.items)))
+    if isinstance(expr, Repeat):
+        return fn(Repeat(transform(expr.item, fn), expr.min, expr.max))
+    return fn(expr)
+
+
+def rename_refs(expr: Expr, mapping: dict[str, str]) -> Expr:
+    return transform(expr, lambda e: Ref(mapping.get(e.name, e.name)) if isinstance(e, Ref) else e)

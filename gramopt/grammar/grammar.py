@@ -1,0 +1,156 @@
+"""The editable grammar: ordered rules, a start rule, dialect directives.
+
+A ``Grammar`` is immutable; passes return new grammars (``replace_rules``). Source
+positions and comments ride along for messages and printing but are not part of
+equality: two grammars are equal when their rules, terminals, start and directives are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Iterator
+
+from .expr import Expr, Ref, Terminal, walk
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePos:
+    line: int  # 1-based
+    col: int  # 1-based
+
+
+class GrammarError(Exception):
+    """A grammar that cannot be read or is malformed. ``format()`` gives the one-line
+    ``file:line:col: error: message`` form, plus the source line and a caret when known."""
+
+    def __init__(self, message: str, pos: SourcePos | None = None, path: str | None = None,
+                 source_line: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+        self.path = path
+        self.source_line = source_line
+
+    def located(self, path: str | None, text: str | None = None) -> "GrammarError":
+        """This error with the file name and (from ``text``) the offending source line."""
+        line = self.source_line
+        if line is None and text is not None and self.pos is not None:
+            lines = text.splitlines()
+            if 0 < self.pos.line <= len(lines):
+                line = lines[self.pos.line - 1]
+        return GrammarError(self.message, self.pos, path or self.path, line)
+
+    def format(self) -> str:
+        where = self.path or "<input>"
+        if self.pos is not None:
+            where += f":{self.pos.line}:{self.pos.col}"
+        out = f"{where}: error: {self.message}"
+        if self.source_line is not None and self.pos is not None:
+            shown = self.source_line.expandtabs(1)
+            out += f"\n  {shown}\n  {' ' * (self.pos.col - 1)}^"
+        return out
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """``name ::= body`` — optionally with an xgrammar lookahead assertion ``(= lookahead)``.
+
+    ``flags`` and ``priority`` keep Lark's rule modifiers (``?rule``, ``!rule``, ``rule.2``)
+    and ``aliases`` its ``-> alias`` per top-level alternative; they shape Lark's parse
+    tree, not the language.
+    """
+
+    name: str
+    body: Expr
+    lookahead: Expr | None = None
+    flags: str = ""
+    priority: int | None = None
+    aliases: tuple[str | None, ...] = ()
+    comment: str = field(default="", compare=False)
+    pos: SourcePos | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    """A dialect directive kept verbatim in meaning, e.g. Lark ``%ignore WS`` →
+    ``Directive("ignore", ("WS",))``."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    pos: SourcePos | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Grammar:
+    """Rules in source order; ``start`` names the start rule. ``terminals`` are Lark's
+    terminal definitions (rule-like, bodies of literals, regexps and other terminals);
+    GBNF/EBNF grammars have none. ``dialect`` records where the grammar came from."""
+
+    rules: tuple[Rule, ...]
+    start: str
+    terminals: tuple[Rule, ...] = ()
+    directives: tuple[Directive, ...] = ()
+    dialect: str = field(default="ebnf", compare=False)
+    header: str = field(default="", compare=False)
+
+    # ------------------------------------------------------------ lookups
+    @property
+    def rule_map(self) -> dict[str, Rule]:
+        return {r.name: r for r in self.rules}
+
+    def rule(self, name: str) -> Rule:
+        for r in self.rules:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def __contains__(self, name: str) -> bool:
+        return any(r.name == name for r in self.rules)
+
+    @property
+    def names(self) -> list[str]:
+        return [r.name for r in self.rules]
+
+    def bodies(self) -> dict[str, Expr]:
+        return {r.name: r.body for r in self.rules}
+
+    # ------------------------------------------------------------ edits
+    def replace_rules(self, rules: Iterable[Rule], start: str | None = None) -> "Grammar":
+        return replace(self, rules=tuple(rules), start=start or self.start)
+
+    def with_bodies(self, bodies: dict[str, Expr]) -> "Grammar":
+        """Same rules, with the bodies named in ``bodies`` replaced."""
+        return self.replace_rules(replace(r, body=bodies.get(r.name, r.body)) for r in self.rules)
+
+    # ------------------------------------------------------------ checks
+    def check(self) -> "Grammar":
+        """Raise GrammarError for a duplicate rule, a missing start rule, or a reference
+        to an undefined rule or terminal; return self otherwise."""
+        seen: dict[str, Rule] = {}
+        for r in self.rules:
+            if r.name in seen:
+                raise GrammarError(f"duplicate rule '{r.name}' (first defined at line "
+                                   f"{seen[r.name].pos.line if seen[r.name].pos else '?'})", r.pos)
+            seen[r.name] = r
+        if self.start not in seen:
+            raise GrammarError(f"missing start rule '{self.start}'")
+        terms = {t.name for t in self.terminals}
+        declared = {a for d in self.directives if d.name == "declare" for a in d.args}
+        for r in (*self.rules, *self.terminals):
+            for node, where in _nodes_with_rule(r):
+                if isinstance(node, Ref) and node.name not in seen:
+                    raise GrammarError(f"undefined rule '{node.name}' referenced in '{r.name}'", where)
+                if isinstance(node, Terminal) and node.name not in terms and node.name not in declared:
+                    raise GrammarError(f"undefined terminal '{node.name}' referenced in '{r.name}'", where)
+        return self
+
+
+def _nodes_with_rule(rule: Rule) -> Iterator[tuple[Expr, SourcePos | None]]:
+    for node in walk(rule.body):
+        yield node, rule.pos
+    if rule.lookahead is not None:
+        for node in walk(rule.lookahead):
+            yield node, rule.pos
