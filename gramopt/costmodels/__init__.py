@@ -1,0 +1,5 @@
+"""Cost models: κ (control states), SAC (parse-forest growth), engine time models."""
+
+from .kappa import kappa, kappa_of_bnf
+
+__all__ = ["kappa", "kappa_of_bnf"]
