@@ -1,0 +1,139 @@
+"""Warnings for structurally ambiguous forms that make parse forests grow.
+
+Each form below has at least two derivations for some string whenever the rule is
+reachable and productive, so each finding is a real ambiguity (except ``overlap``, which
+only says two alternatives can begin alike: a cost for engines that must keep both open):
+
+  self-concat      X → X X            "aaa" splits as (aa)a and a(aa): Catalan-many trees
+  binary-operator  E → E op E         E op E op E associates both ways
+  duplicate        A → α | α          the same string through either alternative
+  nullable-alts    A → α | β, α, β ⇒* ε  two derivations of ε
+  nullable-repeat  (x?)*, (y*)+       ε repeated any number of times
+  overlap          A → α | β with FIRST(α) ∩ FIRST(β) ≠ ∅
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .analysis import FirstSet, first_sets, nullable_expr, nullable_rules
+from .expr import Alt, CharClass, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal, walk
+from .grammar import Grammar, Rule
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    rule: str
+    line: int | None
+    message: str
+
+
+def ambiguity_findings(grammar: Grammar) -> list[Finding]:
+    nullable = nullable_rules(grammar)
+    firsts = first_sets(grammar, nullable)
+    out: list[Finding] = []
+    for rule in grammar.rules:
+        out.extend(_rule_findings(rule, grammar, nullable, firsts))
+    return out
+
+
+def _alternatives(e: Expr) -> tuple[Expr, ...]:
+    return e.items if isinstance(e, Alt) else (e,)
+
+
+def _rule_findings(rule: Rule, grammar: Grammar, nullable: set[str],
+                   firsts: dict[str, FirstSet]) -> list[Finding]:
+    line = rule.pos.line if rule.pos else None
+    name = rule.name
+    out: list[Finding] = []
+
+    def add(kind: str, message: str) -> None:
+        out.append(Finding(kind, name, line, message))
+
+    alts = _alternatives(rule.body)
+    for alt in alts:
+        items = alt.items if isinstance(alt, Seq) else (alt,)
+        if len(items) >= 2 and all(i == Ref(name) for i in items):
+            add("self-concat", f"{name} → {' '.join([name] * len(items))}: ambiguous "
+                               f"concatenation (Θ(t²) new forest nodes per symbol)")
+        elif len(items) >= 3 and items[0] == Ref(name) and items[-1] == Ref(name):
+            add("binary-operator", f"{name} → {name} … {name}: ambiguous binary operator "
+                                   f"(no precedence or associativity)")
+    seen: dict[Expr, int] = {}
+    for k, alt in enumerate(alts, 1):
+        if alt in seen:
+            add("duplicate", f"alternatives {seen[alt]} and {k} are identical")
+        else:
+            seen[alt] = k
+    null_alts = [k for k, a in enumerate(alts, 1) if nullable_expr(a, nullable)]
+    if len(null_alts) >= 2:
+        add("nullable-alts", f"alternatives {null_alts[0]} and {null_alts[1]} both derive the "
+                             f"empty string")
+    for node in walk(rule.body):
+        if isinstance(node, Repeat) and (node.max is None or node.max > 1) \
+                and nullable_expr(node.item, nullable):
+            add("nullable-repeat", "a repetition of something that derives the empty string "
+                                   "(ε can repeat any number of times)")
+            break
+    if len(alts) >= 2:
+        fs = [_first_of(a, grammar, nullable, firsts) for a in alts]
+        for i in range(len(alts)):
+            for j in range(i + 1, len(alts)):
+                common = _intersect(fs[i], fs[j])
+                if common:
+                    add("overlap", f"alternatives {i + 1} and {j + 1} can both begin with {common}")
+                    break
+            else:
+                continue
+            break
+    return out
+
+
+def _first_of(e: Expr, grammar: Grammar, nullable: set[str],
+              firsts: dict[str, FirstSet]) -> FirstSet:
+    ranges: set = set()
+    atoms: set = set()
+
+    def go(x: Expr) -> None:
+        if isinstance(x, Literal):
+            if grammar.dialect == "lark":
+                atoms.add(x)
+            else:
+                ranges.add((ord(x.text[0]), ord(x.text[0])))
+        elif isinstance(x, CharClass):
+            ranges.update(x.code_points())
+        elif isinstance(x, (Terminal, Regex)):
+            atoms.add(x)
+        elif isinstance(x, Ref):
+            f = firsts.get(x.name)
+            if f:
+                ranges.update(f.ranges)
+                atoms.update(f.atoms)
+        elif isinstance(x, Seq):
+            for item in x.items:
+                go(item)
+                if not nullable_expr(item, nullable):
+                    break
+        elif isinstance(x, Alt):
+            for item in x.items:
+                go(item)
+        elif isinstance(x, Repeat) and x.max != 0:
+            go(x.item)
+
+    go(e)
+    return FirstSet(tuple(sorted(ranges)), frozenset(atoms))
+
+
+def _intersect(a: FirstSet, b: FirstSet) -> str:
+    """A short description of what both FIRST sets contain, or '' when disjoint."""
+    for lo1, hi1 in a.ranges:
+        for lo2, hi2 in b.ranges:
+            lo, hi = max(lo1, lo2), min(hi1, hi2)
+            if lo <= hi:
+                return repr(chr(lo)) if lo == hi else f"{chr(lo)!r}..{chr(hi)!r}"
+    common = a.atoms & b.atoms
+    if common:
+        atom = sorted(common, key=repr)[0]
+        return getattr(atom, "name", None) or repr(getattr(atom, "text", None) or atom)
+    return ""

@@ -1,0 +1,287 @@
+"""Structural analyses of a grammar, computed on the EBNF IR as least fixpoints.
+
+* nullable(A)     A ⇒* ε
+* productive(A)   A ⇒* w for some finite string w
+* reachable(A)    start ⇒* α A β
+* left-recursive  A ⇒+ A β (direct when A's own body has A at a left edge)
+* unguarded cycle A ⇒+ A: A derives exactly itself with nothing consumed (the grammar is
+                  then infinitely ambiguous; engines loop or refuse)
+* FIRST(A)        the code points (and Lark atoms) that can begin a string of A
+
+All are over user rules: an EBNF construct such as ``x*`` is analysed as written, so the
+helper rules of the canonical BNF never show up in a finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .expr import (Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal,
+                   normalize_ranges)
+from .grammar import Grammar
+
+
+# ---------------------------------------------------------------- nullable / productive
+
+
+def nullable_expr(e: Expr, nullable: set[str]) -> bool:
+    if isinstance(e, Epsilon):
+        return True
+    if isinstance(e, Ref):
+        return e.name in nullable
+    if isinstance(e, Seq):
+        return all(nullable_expr(i, nullable) for i in e.items)
+    if isinstance(e, Alt):
+        return any(nullable_expr(i, nullable) for i in e.items)
+    if isinstance(e, Repeat):
+        return e.min == 0 or nullable_expr(e.item, nullable)
+    if isinstance(e, Regex):
+        return False  # Lark refuses zero-width terminals in rules
+    return False  # Literal, CharClass, Terminal consume at least one symbol
+
+
+def productive_expr(e: Expr, productive: set[str]) -> bool:
+    if isinstance(e, (Epsilon, Literal, Terminal, Regex)):
+        return True
+    if isinstance(e, CharClass):
+        return bool(e.code_points())
+    if isinstance(e, Ref):
+        return e.name in productive
+    if isinstance(e, Seq):
+        return all(productive_expr(i, productive) for i in e.items)
+    if isinstance(e, Alt):
+        return any(productive_expr(i, productive) for i in e.items)
+    if isinstance(e, Repeat):
+        return e.min == 0 or productive_expr(e.item, productive)
+    raise TypeError(e)
+
+
+def _fixpoint(grammar: Grammar, holds) -> set[str]:
+    """Least set S of rule names closed under: body(A) satisfies ``holds(body, S)`` ⇒ A ∈ S."""
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for r in grammar.rules:
+            if r.name not in out and holds(r.body, out):
+                out.add(r.name)
+                changed = True
+    return out
+
+
+def nullable_rules(grammar: Grammar) -> set[str]:
+    return _fixpoint(grammar, nullable_expr)
+
+
+def productive_rules(grammar: Grammar) -> set[str]:
+    return _fixpoint(grammar, productive_expr)
+
+
+def reachable_rules(grammar: Grammar) -> list[str]:
+    """Rules reachable from the start rule, in breadth-first order of discovery."""
+    bodies = grammar.bodies()
+    if grammar.start not in bodies:
+        return []
+    seen = {grammar.start: None}
+    queue = [grammar.start]
+    while queue:
+        name = queue.pop(0)
+        for ref in _refs_in(bodies[name]):
+            if ref in bodies and ref not in seen:
+                seen[ref] = None
+                queue.append(ref)
+    return list(seen)
+
+
+def _refs_in(e: Expr) -> list[str]:
+    from .expr import refs
+    return refs(e)
+
+
+# ---------------------------------------------------------------- edges for recursion
+
+
+def left_refs(e: Expr, nullable: set[str]) -> list[str]:
+    """Rules that can appear at the left edge of a string derived from ``e``."""
+    out: dict[str, None] = {}
+
+    def go(x: Expr) -> None:
+        if isinstance(x, Ref):
+            out.setdefault(x.name, None)
+        elif isinstance(x, Seq):
+            for item in x.items:
+                go(item)
+                if not nullable_expr(item, nullable):
+                    break
+        elif isinstance(x, Alt):
+            for item in x.items:
+                go(item)
+        elif isinstance(x, Repeat):
+            if x.max != 0:
+                go(x.item)
+
+    go(e)
+    return list(out)
+
+
+def unit_refs(e: Expr, nullable: set[str]) -> list[str]:
+    """Rules B with e ⇒* B (everything else around B derives ε)."""
+    out: dict[str, None] = {}
+
+    def go(x: Expr) -> None:
+        if isinstance(x, Ref):
+            out.setdefault(x.name, None)
+        elif isinstance(x, Seq):
+            for i, item in enumerate(x.items):
+                if all(nullable_expr(o, nullable) for j, o in enumerate(x.items) if j != i):
+                    go(item)
+        elif isinstance(x, Alt):
+            for item in x.items:
+                go(item)
+        elif isinstance(x, Repeat):
+            if x.max != 0:
+                go(x.item)
+
+    go(e)
+    return list(out)
+
+
+def _cyclic(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Strongly connected components that contain a cycle (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    comps: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack.add(v)
+            succ = graph.get(v, [])
+            if i < len(succ):
+                work.append((v, i + 1))
+                w = succ[i]
+                if w not in graph:
+                    continue
+                if w not in index:
+                    work.append((w, 0))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1 or v in graph.get(v, []):
+                    comps.append(sorted(comp, key=list(graph).index))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return comps
+
+
+# ---------------------------------------------------------------- FIRST sets
+
+
+@dataclass(frozen=True)
+class FirstSet:
+    """Code points (as ranges) and Lark atoms that can begin a string; ``nullable`` when
+    the empty string is derivable too."""
+
+    ranges: tuple[tuple[int, int], ...] = ()
+    atoms: frozenset = field(default_factory=frozenset)
+    nullable: bool = False
+
+
+def first_sets(grammar: Grammar, nullable: set[str] | None = None) -> dict[str, FirstSet]:
+    nullable = nullable_rules(grammar) if nullable is None else nullable
+    ranges: dict[str, set[tuple[int, int]]] = {r.name: set() for r in grammar.rules}
+    atoms: dict[str, set] = {r.name: set() for r in grammar.rules}
+
+    def go(x: Expr, rs: set, ats: set) -> None:
+        if isinstance(x, Literal):
+            if grammar.dialect == "lark":
+                ats.add(x)
+            else:
+                rs.add((ord(x.text[0]), ord(x.text[0])))
+        elif isinstance(x, CharClass):
+            rs.update(x.code_points())
+        elif isinstance(x, (Terminal, Regex)):
+            ats.add(x)
+        elif isinstance(x, Ref):
+            rs.update(ranges.get(x.name, ()))
+            ats.update(atoms.get(x.name, ()))
+        elif isinstance(x, Seq):
+            for item in x.items:
+                go(item, rs, ats)
+                if not nullable_expr(item, nullable):
+                    break
+        elif isinstance(x, Alt):
+            for item in x.items:
+                go(item, rs, ats)
+        elif isinstance(x, Repeat):
+            if x.max != 0:
+                go(x.item, rs, ats)
+
+    changed = True
+    while changed:
+        changed = False
+        for r in grammar.rules:
+            rs, ats = set(), set()
+            go(r.body, rs, ats)
+            if rs - ranges[r.name] or ats - atoms[r.name]:
+                ranges[r.name] |= rs
+                atoms[r.name] |= ats
+                changed = True
+    return {n: FirstSet(normalize_ranges(ranges[n]) if ranges[n] else (), frozenset(atoms[n]),
+                        n in nullable) for n in ranges}
+
+
+# ---------------------------------------------------------------- the combined report
+
+
+@dataclass(frozen=True)
+class Structure:
+    nullable: tuple[str, ...]
+    productive: tuple[str, ...]
+    unproductive: tuple[str, ...]
+    reachable: tuple[str, ...]
+    unreachable: tuple[str, ...]
+    left_recursive: tuple[str, ...]
+    directly_left_recursive: tuple[str, ...]
+    unguarded_cycles: tuple[tuple[str, ...], ...]
+
+
+def structure(grammar: Grammar) -> Structure:
+    names = grammar.names
+    nullable = nullable_rules(grammar)
+    productive = productive_rules(grammar)
+    reachable = set(reachable_rules(grammar))
+    bodies = grammar.bodies()
+    left = {n: left_refs(bodies[n], nullable) for n in names}
+    unit = {n: unit_refs(bodies[n], nullable) for n in names}
+    left_cycles = _cyclic(left)
+    in_left = {n for comp in left_cycles for n in comp}
+    keep = lambda s: tuple(n for n in names if n in s)  # noqa: E731 - source order
+    return Structure(
+        nullable=keep(nullable),
+        productive=keep(productive),
+        unproductive=keep(set(names) - productive),
+        reachable=keep(reachable),
+        unreachable=keep(set(names) - reachable),
+        left_recursive=keep(in_left),
+        directly_left_recursive=keep({n for n in names if n in left[n]}),
+        unguarded_cycles=tuple(tuple(c) for c in _cyclic(unit)),
+    )

@@ -1,0 +1,64 @@
+"""κ: the paper's exact figures and the documented lowering of EBNF constructs."""
+
+import pytest
+
+from gramopt.costmodels import kappa
+from gramopt.grammar import (CharClass, Epsilon, Grammar, Literal, Ref, Repeat, Rule, alt, lower,
+                             seq)
+
+
+def g(*rules, start=None):
+    rs = tuple(Rule(n, b) for n, b in rules)
+    return Grammar(rs, start or rs[0].name)
+
+
+A, B = Literal("a"), Literal("b")
+G1 = g(("S", alt(seq(A, Ref("S"), B), Epsilon())))
+G2 = g(("S", alt(seq(A, Ref("A"), B), Epsilon())), ("A", alt(seq(A, Ref("A"), B), Epsilon())))
+
+
+def test_kappa_g1_is_8():
+    assert kappa(G1) == 8
+
+
+def test_kappa_g2_is_15():
+    assert kappa(G2) == 15
+
+
+@pytest.mark.parametrize("body, expected", [
+    # S → abc : 1 + 2·1 + (3+1)
+    (Literal("abc"), 7),
+    # a class is one symbol whatever its ranges: 1 + 2 + 2
+    (CharClass(((97, 122), (65, 90))), 5),
+    # x* : S → N (2), N → N x (3), N → ε (1): 1 + 2·2 + 6
+    (Repeat(A, 0, None), 11),
+    # x+ : S → N (2), N → N x (3), N → x (2): 1 + 4 + 7
+    (Repeat(A, 1, None), 12),
+    # x? : S → N (2), N → x (2), N → ε (1)
+    (Repeat(A, 0, 1), 10),
+    # x{2,3}: S → x x O (4), O → x (2), O → ε (1): 1 + 4 + 7
+    (Repeat(A, 2, 3), 12),
+    # x{3}: S → x x x
+    (Repeat(A, 3, 3), 7),
+    # x{2,}: S → x N (3), N → N x (3), N → x (2)
+    (Repeat(A, 2, None), 13),
+    # nested alternation: S → "c" N (3), N → a (2), N → b (2)
+    (seq(Literal("c"), alt(A, B)), 12),
+    # multi-byte literal counts code points, not bytes
+    (Literal("é€"), 6),
+])
+def test_kappa_of_ebnf_constructs(body, expected):
+    assert kappa(g(("S", body))) == expected
+
+
+def test_lowering_is_deterministic_and_names_helpers_after_rule():
+    grammar = g(("S", seq(Repeat(A, 0, None), Repeat(B, 1, None))))
+    bnf = lower(grammar)
+    assert bnf.nonterminals == ("S", "S#1", "S#2")
+    assert bnf.origin == {"S": "S", "S#1": "S", "S#2": "S"}
+    assert lower(grammar) == bnf
+
+
+def test_lark_literal_is_one_token():
+    grammar = Grammar((Rule("start", Literal("abc")),), "start", dialect="lark")
+    assert kappa(grammar) == 1 + 2 + 2
