@@ -1,0 +1,27 @@
+"""The compiled runtime: Grammar → flat arrays → numba Earley over bytes → packed token masks.
+
+    from gramopt.runtime import Matcher, Vocab
+    m = Matcher(grammar, Vocab.qwen())
+    bitmask = allocate_token_bitmask(1, len(m.vocab))
+    m.fill_next_token_bitmask(bitmask, 0); m.accept_token(tid)
+
+Modules: compile (Grammar → CompiledGrammar), earley (numba kernels), chart (their
+arrays), trie (depth-first token trie), vocab (tokenizer files), tokens (per-state token
+classes), matcher (the decoding state), torch_ops (masks on tensors; torch is optional
+and imported only when used). Stands on gramopt.grammar alone; never imports egglog.
+"""
+
+from .compile import CompiledGrammar, RuntimeGrammarError, compile_grammar
+from .matcher import Counters, Matcher, allocate_token_bitmask, token_table
+from .vocab import Vocab
+
+__all__ = ["CompiledGrammar", "Counters", "Matcher", "RuntimeGrammarError", "Vocab",
+           "allocate_token_bitmask", "apply_token_bitmask", "compile_grammar",
+           "GrammarLogitsProcessor", "token_table"]
+
+
+def __getattr__(name: str):
+    if name in ("apply_token_bitmask", "GrammarLogitsProcessor"):
+        from . import torch_ops
+        return getattr(torch_ops, name)
+    raise AttributeError(f"module 'gramopt.runtime' has no attribute {name!r}")

@@ -1,0 +1,85 @@
+"""The Earley chart as a tuple of numpy arrays (the kernels' ``S``), with growth on overflow.
+
+A chart never shrinks; popping sets is ``meta[N_SETS] = k``. Every kernel that returns
+OVERFLOW leaves the committed sets intact, so ``Chart.run`` grows the arrays and retries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import earley as K
+
+
+class Chart:
+    def __init__(self, n_rules: int, items: int = 1 << 14, sets: int = 1 << 10,
+                 groups: int = 1 << 12, hash_bits: int = 12):
+        self.n_rules = n_rules
+        self.S = (
+            np.zeros(items, np.int64),  # items
+            np.zeros(sets + 1, np.int32),  # set_start
+            np.zeros(sets + 1, np.int32),  # grp_start
+            np.zeros(groups, np.int32),  # grp_rule
+            np.zeros(groups, np.int32),  # grp_first
+            np.zeros(groups, np.int32),  # grp_len
+            np.zeros(groups, np.int32),  # grp_leo
+            np.zeros(sets + 1, np.int32),  # ent_start
+            np.zeros(groups * 2, np.int32),  # ent_target
+            np.zeros(groups * 2, np.int32),  # ent_origin
+            np.zeros(1 << hash_bits, np.int64),  # hkeys
+            np.zeros(1 << hash_bits, np.int64),  # hgen
+            np.zeros(n_rules, np.int64),  # rgen
+            np.zeros(n_rules, np.int32),  # rcnt
+            np.zeros(n_rules, np.int32),  # rpos
+            np.zeros(n_rules, np.int32),  # touched
+            np.zeros(sets + 1, np.int32),  # set_flag
+            np.zeros(K.N_COUNTERS, np.int64),  # meta
+            np.zeros(K.N_COUNTERS, np.int64),  # counters
+        )
+
+    @property
+    def n_sets(self) -> int:
+        return int(self.S[K.I_META][K.N_SETS])
+
+    @n_sets.setter
+    def n_sets(self, v: int) -> None:
+        self.S[K.I_META][K.N_SETS] = v
+
+    @property
+    def counters(self) -> np.ndarray:
+        return self.S[K.I_COUNTERS]
+
+    def accepting(self) -> bool:
+        n = self.n_sets
+        return n > 0 and bool(self.S[K.I_SET_FLAG][n - 1])
+
+    def grow(self) -> None:
+        """Double every capacity, keeping the committed contents."""
+        S = list(self.S)
+
+        def bigger(a):
+            b = np.zeros(len(a) * 2, a.dtype)
+            b[:len(a)] = a
+            return b
+
+        for i in (K.I_ITEMS, K.I_GRP_RULE, K.I_GRP_FIRST, K.I_GRP_LEN, K.I_GRP_LEO,
+                  K.I_ENT_TARGET, K.I_ENT_ORIGIN):
+            S[i] = bigger(S[i])
+        for i in (K.I_SET_START, K.I_GRP_START, K.I_ENT_START, K.I_SET_FLAG):
+            b = np.zeros((len(S[i]) - 1) * 2 + 1, np.int32)
+            b[:len(S[i])] = S[i]
+            S[i] = b
+        n = len(S[K.I_HKEYS]) * 2
+        S[K.I_HKEYS] = np.zeros(n, np.int64)
+        S[K.I_HGEN] = np.zeros(n, np.int64)
+        self.S = tuple(S)
+
+    def run(self, fn, *args):
+        """Call kernel ``fn(G, S, *args)`` (G first in args), growing until no overflow."""
+        G, rest = args[0], args[1:]
+        for _ in range(40):
+            r = fn(G, self.S, *rest)
+            if not (isinstance(r, (int, np.integer)) and r == K.OVERFLOW):
+                return r
+            self.grow()
+        raise MemoryError("Earley chart keeps overflowing")

@@ -1,0 +1,389 @@
+"""Grammar (editable IR) → CompiledGrammar (flat integer arrays over bytes).
+
+Each rule body becomes one deterministic automaton over the alphabet {bytes 0..255} ∪
+{references to rules} (a recursive transition network, the shape xgrammar uses: its rules
+are per-rule FSMs). An Earley item is then ``(state, origin)``: the dotted positions of a
+rule's BNF productions are the states of its automaton, so repetition stays a loop inside
+the rule instead of a helper nonterminal, and a code-point class is a small byte automaton
+(``utf8.class_sequences``) inside the rule that uses it.
+
+    construct                  automaton fragment (s = entry, e = exit)
+    -------------------------  -----------------------------------------------------
+    "abc"                      s -a-> . -b-> . -c-> e          (UTF-8 bytes)
+    [^"\\]                     s -[00-21]-> e, s -[C2-DF]-> . -[80-BF]-> e, …
+    A (reference)              s -A-> e                        (an edge labelled by rule A)
+    x y, x | y                 concatenation / branches
+    x*                         s ~> L, L -x-> L2 ~> L, L ~> e  (~> = ε)
+    x{m,n}                     m copies, then n-m optional copies
+    (= lookahead)              nothing: a hint, not part of the language
+
+The NFA is made deterministic per rule (subset construction over byte intervals and rule
+labels). Then rules that derive no string are removed with every edge into them, states
+that cannot reach a final state are trimmed, and rules unreachable from the start go.
+A virtual rule ``$accept`` with ``s0 -start-> sF`` wraps the start rule: the grammar
+accepts exactly when the item ``(sF, 0)`` is in the current Earley set.
+
+Invariants of the arrays (all int32, states numbered rule by rule):
+  * ``byte_next[q*256 + b]`` = the state after byte b from q, or -1;
+  * ``ref_start[q]:ref_start[q+1]`` index the rule edges of q: ``ref_rule`` / ``ref_target``;
+  * ``flags[q]``: FINAL (q completes its rule), HAS_OUT (q has any outgoing edge),
+    TAIL (FINAL and no outgoing edge: a completed item that only reduces, Leo's case);
+  * ``state_rule[q]``, ``rule_start[r]``, ``rule_nullable[r]`` (1 when r derives ε);
+  * every state lies on a path start → final through productive rules, so every
+    Earley item is viable (a non-empty Earley set means a viable prefix).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..grammar import Grammar
+from ..grammar.expr import Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal
+from ..grammar.utf8 import class_sequences
+
+FINAL = 1
+HAS_OUT = 2
+TAIL = 4
+HAS_BYTES = 8
+
+ACCEPT_RULE = "$accept"
+
+
+class RuntimeGrammarError(ValueError):
+    """The grammar uses something the byte-level runtime cannot compile."""
+
+
+@dataclass
+class CompiledGrammar:
+    """Flat arrays of the rule automata (see the module docstring for their invariants)."""
+
+    byte_next: np.ndarray
+    ref_start: np.ndarray
+    ref_rule: np.ndarray
+    ref_target: np.ndarray
+    flags: np.ndarray
+    state_rule: np.ndarray
+    rule_start: np.ndarray
+    rule_nullable: np.ndarray
+    rule_names: list[str]
+    start_state: int  # s0 of $accept: the initial item is (s0, 0)
+    accept_state: int  # sF of $accept: accepting iff (sF, 0) is in the current set
+    empty_language: bool = False
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def n_states(self) -> int:
+        return len(self.flags)
+
+    @property
+    def n_rules(self) -> int:
+        return len(self.rule_start)
+
+    def arrays(self) -> tuple:
+        """The tuple the numba kernels take, in their order."""
+        return (self.byte_next, self.ref_start, self.ref_rule, self.ref_target, self.flags,
+                self.state_rule, self.rule_start, self.rule_nullable)
+
+
+# ---------------------------------------------------------------- NFA per rule
+
+
+class _NFA:
+    def __init__(self) -> None:
+        self.eps: list[list[int]] = []
+        self.bytes: list[list[tuple[int, int, int]]] = []
+        self.refs: list[list[tuple[str, int]]] = []
+
+    def new(self) -> int:
+        self.eps.append([])
+        self.bytes.append([])
+        self.refs.append([])
+        return len(self.eps) - 1
+
+    def build(self, e: Expr, s: int, t: int) -> None:
+        """Add a fragment for ``e`` from s to t (edges leave s and enter t only from outside
+        fresh internal states, so fragments compose)."""
+        if isinstance(e, Epsilon):
+            self.eps[s].append(t)
+        elif isinstance(e, Literal):
+            self._chain([((b, b),) for b in e.text.encode("utf-8")], s, t)
+        elif isinstance(e, CharClass):
+            seqs = class_sequences(e.code_points())
+            if not seqs:
+                return  # empty class: no edge (the branch derives nothing)
+            for sq in seqs:
+                self._chain([(r,) for r in sq], s, t)
+        elif isinstance(e, Ref):
+            self.refs[s].append((e.name, t))
+        elif isinstance(e, Seq):
+            cur = s
+            for i, item in enumerate(e.items):
+                nxt = t if i == len(e.items) - 1 else self.new()
+                self.build(item, cur, nxt)
+                cur = nxt
+        elif isinstance(e, Alt):
+            for item in e.items:
+                self.build(item, s, t)
+        elif isinstance(e, Repeat):
+            cur = s
+            for _ in range(e.min):
+                nxt = self.new()
+                self.build(e.item, cur, nxt)
+                cur = nxt
+            if e.max is None:
+                loop, back = self.new(), self.new()
+                self.eps[cur].append(loop)
+                self.build(e.item, loop, back)
+                self.eps[back].append(loop)
+                self.eps[loop].append(t)
+            else:
+                self.eps[cur].append(t)
+                for _ in range(e.max - e.min):
+                    nxt = self.new()
+                    self.build(e.item, cur, nxt)
+                    self.eps[nxt].append(t)
+                    cur = nxt
+        elif isinstance(e, (Terminal, Regex)):
+            raise RuntimeGrammarError(
+                f"the byte-level runtime does not compile Lark lexer atoms ({type(e).__name__} "
+                f"{getattr(e, 'name', None) or getattr(e, 'pattern', '')!r}); use a GBNF/EBNF grammar")
+        else:
+            raise RuntimeGrammarError(f"cannot compile {e!r}")
+
+    def _chain(self, ranges: list[tuple[tuple[int, int], ...]], s: int, t: int) -> None:
+        cur = s
+        for i, rs in enumerate(ranges):
+            nxt = t if i == len(ranges) - 1 else self.new()
+            for lo, hi in rs:
+                self.bytes[cur].append((lo, hi, nxt))
+            cur = nxt
+
+    def closure(self, states) -> frozenset[int]:
+        out = set(states)
+        stack = list(states)
+        while stack:
+            x = stack.pop()
+            for y in self.eps[x]:
+                if y not in out:
+                    out.add(y)
+                    stack.append(y)
+        return frozenset(out)
+
+
+@dataclass
+class _DFA:
+    """One rule's automaton: state 0 is the start."""
+
+    final: list[bool]
+    bytes: list[list[tuple[int, int, int]]]  # (lo, hi, target), disjoint ranges
+    refs: list[list[tuple[str, int]]]  # (rule, target), one edge per rule
+
+
+def _determinize(nfa: _NFA, start: int, end: int) -> _DFA:
+    first = nfa.closure([start])
+    index = {first: 0}
+    order = [first]
+    final, byt, refs = [], [], []
+    i = 0
+    while i < len(order):
+        cur = order[i]
+        i += 1
+        final.append(end in cur)
+        # Byte edges: split into elementary intervals.
+        edges = [e for x in sorted(cur) for e in nfa.bytes[x]]
+        cuts = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+        out_b: list[tuple[int, int, int]] = []
+        for a, b in zip(cuts, cuts[1:]):
+            tg = [t for lo, hi, t in edges if lo <= a and b - 1 <= hi]
+            if not tg:
+                continue
+            tgt = nfa.closure(tg)
+            if tgt not in index:
+                index[tgt] = len(order)
+                order.append(tgt)
+            j = index[tgt]
+            if out_b and out_b[-1][2] == j and out_b[-1][1] == a - 1:
+                out_b[-1] = (out_b[-1][0], b - 1, j)
+            else:
+                out_b.append((a, b - 1, j))
+        byt.append(out_b)
+        by_rule: dict[str, list[int]] = {}
+        for x in sorted(cur):
+            for name, t in nfa.refs[x]:
+                by_rule.setdefault(name, []).append(t)
+        out_r = []
+        for name, tg in by_rule.items():
+            tgt = nfa.closure(tg)
+            if tgt not in index:
+                index[tgt] = len(order)
+                order.append(tgt)
+            out_r.append((name, index[tgt]))
+        refs.append(out_r)
+    return _DFA(final, byt, refs)
+
+
+def _rule_dfa(body: Expr) -> _DFA:
+    nfa = _NFA()
+    s, t = nfa.new(), nfa.new()
+    nfa.build(body, s, t)
+    return _determinize(nfa, s, t)
+
+
+# ---------------------------------------------------------------- whole grammar
+
+
+def _reaches_final(d: _DFA, ok_ref, use_bytes: bool) -> bool:
+    seen = {0}
+    stack = [0]
+    while stack:
+        q = stack.pop()
+        if d.final[q]:
+            return True
+        nxt = [t for name, t in d.refs[q] if ok_ref(name)]
+        if use_bytes:
+            nxt += [t for _, _, t in d.bytes[q]]
+        for t in nxt:
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return False
+
+
+def compile_grammar(grammar: Grammar) -> CompiledGrammar:
+    """Compile ``grammar`` to flat arrays. Raises RuntimeGrammarError for Lark atoms."""
+    import time
+    t0 = time.perf_counter()
+    rules = {r.name: r.body for r in grammar.rules}
+    if grammar.start not in rules:
+        raise RuntimeGrammarError(f"missing start rule '{grammar.start}'")
+    # Rules reachable from the start (by name, before any trimming).
+    reach, stack = {grammar.start}, [grammar.start]
+    while stack:
+        n = stack.pop()
+        from ..grammar.expr import refs as expr_refs
+        for m in expr_refs(rules[n]):
+            if m not in rules:
+                raise RuntimeGrammarError(f"undefined rule '{m}' referenced in '{n}'")
+            if m not in reach:
+                reach.add(m)
+                stack.append(m)
+    names = [r.name for r in grammar.rules if r.name in reach]
+    dfas = {n: _rule_dfa(rules[n]) for n in names}
+
+    # Productive rules (derive some string), then nullable rules (derive ε).
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for n in names:
+            if n not in productive and _reaches_final(dfas[n], productive.__contains__, True):
+                productive.add(n)
+                changed = True
+    nullable: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for n in names:
+            if n not in nullable and _reaches_final(dfas[n], nullable.__contains__, False):
+                nullable.add(n)
+                changed = True
+
+    empty = grammar.start not in productive
+    # Trim each productive rule: drop edges to unproductive rules, states that cannot reach
+    # a final state, and states unreachable from the rule's start.
+    kept: dict[str, list[int]] = {}
+    for n in names:
+        if n not in productive:
+            continue
+        d = dfas[n]
+        d.refs = [[(m, t) for m, t in rs if m in productive] for rs in d.refs]
+        rev: dict[int, list[int]] = {}
+        for q in range(len(d.final)):
+            for _, _, t in d.bytes[q]:
+                rev.setdefault(t, []).append(q)
+            for _, t in d.refs[q]:
+                rev.setdefault(t, []).append(q)
+        co = {q for q in range(len(d.final)) if d.final[q]}
+        stack = list(co)
+        while stack:
+            q = stack.pop()
+            for p in rev.get(q, ()):
+                if p not in co:
+                    co.add(p)
+                    stack.append(p)
+        d.bytes = [[e for e in es if e[2] in co] for es in d.bytes]
+        d.refs = [[e for e in es if e[1] in co] for es in d.refs]
+        seen, stack = [0], [0]
+        seen_set = {0}
+        while stack:
+            q = stack.pop()
+            for t in [e[2] for e in d.bytes[q]] + [e[1] for e in d.refs[q]]:
+                if t not in seen_set:
+                    seen_set.add(t)
+                    seen.append(t)
+                    stack.append(t)
+        kept[n] = sorted(seen_set)
+
+    # Rules still reachable after trimming.
+    live = [] if empty else [grammar.start]
+    live_set = set(live)
+    i = 0
+    while i < len(live):
+        n = live[i]
+        i += 1
+        d = dfas[n]
+        for q in kept[n]:
+            for m, _ in d.refs[q]:
+                if m not in live_set:
+                    live_set.add(m)
+                    live.append(m)
+    order = [n for n in names if n in live_set]
+    rule_names = order + [ACCEPT_RULE]
+    rule_id = {n: i for i, n in enumerate(rule_names)}
+
+    gid: dict[tuple[str, int], int] = {}
+    for n in order:
+        for q in kept[n]:
+            gid[(n, q)] = len(gid)
+    s0 = len(gid)
+    sF = s0 + 1
+    n_states = sF + 1
+
+    byte_next = np.full(n_states * 256, -1, dtype=np.int32)
+    flags = np.zeros(n_states, dtype=np.int32)
+    state_rule = np.zeros(n_states, dtype=np.int32)
+    ref_lists: list[list[tuple[int, int]]] = [[] for _ in range(n_states)]
+    for n in order:
+        d = dfas[n]
+        for q in kept[n]:
+            g = gid[(n, q)]
+            state_rule[g] = rule_id[n]
+            f = FINAL if d.final[q] else 0
+            for lo, hi, t in d.bytes[q]:
+                byte_next[g * 256 + lo: g * 256 + hi + 1] = gid[(n, t)]
+                f |= HAS_BYTES | HAS_OUT
+            for m, t in d.refs[q]:
+                ref_lists[g].append((rule_id[m], gid[(n, t)]))
+                f |= HAS_OUT
+            if (f & FINAL) and not (f & HAS_OUT):
+                f |= TAIL
+            flags[g] = f
+    state_rule[s0] = state_rule[sF] = rule_id[ACCEPT_RULE]
+    if not empty:
+        ref_lists[s0].append((rule_id[grammar.start], sF))
+        flags[s0] = HAS_OUT
+    flags[sF] = FINAL | TAIL
+
+    ref_start = np.zeros(n_states + 1, dtype=np.int32)
+    for q in range(n_states):
+        ref_start[q + 1] = ref_start[q] + len(ref_lists[q])
+    ref_rule = np.array([r for rs in ref_lists for r, _ in rs], dtype=np.int32)
+    ref_target = np.array([t for rs in ref_lists for _, t in rs], dtype=np.int32)
+    rule_start = np.array([gid[(n, 0)] for n in order] + [s0], dtype=np.int32)
+    rule_nullable = np.array([1 if n in nullable else 0 for n in order] + [0], dtype=np.int32)
+    stats = {"rules": len(order), "states": n_states, "rule_edges": int(len(ref_rule)),
+             "compile_s": time.perf_counter() - t0}
+    return CompiledGrammar(byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start,
+                           rule_nullable, rule_names, s0, sF, empty, stats)

@@ -1,0 +1,474 @@
+"""Earley recognition over bytes: numba kernels over flat arrays (no Python objects inside).
+
+Items are int64 ``origin << 32 | state`` (a state of a rule automaton, see compile.py).
+Set p is the row ``items[set_start[p]:set_start[p+1]]``; sets 0..n-1 are committed
+(``meta[N_SETS] = n``); popping sets is moving that count back (checkpoint/restore is one
+integer). Set p holds the items after p input bytes.
+
+Per committed set p, *waiter groups* index, per rule B that some item of p waits on, the
+items to add when B completes with origin p: ``grp_*[grp_start[p]:grp_start[p+1]]``, each
+group a run of entries ``ent_target/ent_origin``. A completion of B from origin o < p looks
+up B's group in set o and adds its entries.
+
+Nullable rules: Aycock–Horspool — predicting a nullable B also advances the predicting item
+over B, so completions with origin == p are never needed.
+
+Leo's optimization: when set p has exactly one item waiting on B and the advanced item is
+TAIL (completes its rule A and does nothing else), the group of B stores instead the
+topmost item of the deterministic reduction chain: A's group in set o (the waiter's
+origin) if that is itself such a chain, else the advanced item. Right recursion then adds
+O(1) items per byte instead of one completed item per open level.
+
+Counters (``counters[...]``, cumulative; callers subtract):
+  C_ITEMS       items added to a set (all kinds)
+  C_PREDICT     items added by prediction (rule start states)
+  C_COMPLETE    items added by completion (including nullable advances)
+  C_SCAN        items added by scanning a byte
+  C_TRIE        trie nodes visited by a mask walk (bytes pushed)
+  C_LEO         completions resolved through a Leo chain entry
+  C_SETS        Earley sets built
+Kernel status: ALIVE (1), ALIVE|ACCEPT (3), DEAD (0: no item, nothing committed),
+OVERFLOW (-1: a capacity ran out, nothing committed; grow and retry).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .compile import FINAL, HAS_OUT, TAIL
+
+# ---- state tuple layout (see EarleyState in chart.py)
+I_ITEMS, I_SET_START, I_GRP_START, I_GRP_RULE, I_GRP_FIRST, I_GRP_LEN, I_GRP_LEO = range(7)
+I_ENT_START, I_ENT_TARGET, I_ENT_ORIGIN, I_HKEYS, I_HGEN, I_RGEN, I_RCNT, I_RPOS = range(7, 15)
+I_TOUCHED, I_SET_FLAG, I_META, I_COUNTERS = range(15, 19)
+
+N_SETS, GEN, ACC_FLAG = 0, 1, 2
+C_ITEMS, C_PREDICT, C_COMPLETE, C_SCAN, C_TRIE, C_LEO, C_SETS = range(7)
+N_COUNTERS = 8
+
+DEAD, ALIVE, ACCEPT, OVERFLOW = 0, 1, 2, -1
+MASK32 = (1 << 32) - 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hash(key):
+    h = key * np.int64(-7046029254386353131)
+    return h ^ (h >> np.int64(29))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _insert(hkeys, hgen, key, gen):
+    """True when ``key`` was not yet in the set under construction (generation ``gen``)."""
+    mask = len(hkeys) - 1
+    h = _hash(key) & mask
+    while True:
+        if hgen[h] != gen:
+            hgen[h] = gen
+            hkeys[h] = key
+            return True
+        if hkeys[h] == key:
+            return False
+        h = (h + 1) & mask
+
+
+@njit(cache=True, nogil=True)
+def _closure(G, S, p, begin, end, gen, acc):
+    """Predict/complete over items[begin:end) of set p until closed; return the new end,
+    or -1 on overflow. Sets meta[ACC_FLAG] when an accepting item is present: (acc, 0), or
+    any FINAL item with origin 0 when acc < 0."""
+    byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start, rule_nullable = G
+    items = S[I_ITEMS]
+    grp_start = S[I_GRP_START]
+    grp_rule = S[I_GRP_RULE]
+    grp_first = S[I_GRP_FIRST]
+    grp_len = S[I_GRP_LEN]
+    grp_leo = S[I_GRP_LEO]
+    ent_target = S[I_ENT_TARGET]
+    ent_origin = S[I_ENT_ORIGIN]
+    hkeys = S[I_HKEYS]
+    hgen = S[I_HGEN]
+    meta = S[I_META]
+    cnt = S[I_COUNTERS]
+    cap = len(items)
+    half = len(hkeys) >> 1
+    pk = np.int64(p) << 32
+    i = begin
+    while i < end:
+        it = items[i]
+        q = it & MASK32
+        o = it >> 32
+        fq = flags[q]
+        if (fq & FINAL) != 0 and o == 0 and (acc < 0 or q == acc):
+            meta[ACC_FLAG] = 1
+        for k in range(ref_start[q], ref_start[q + 1]):
+            b = ref_rule[k]
+            key = pk | rule_start[b]
+            if _insert(hkeys, hgen, key, gen):
+                if end >= cap:
+                    return -1
+                items[end] = key
+                end += 1
+                cnt[C_ITEMS] += 1
+                cnt[C_PREDICT] += 1
+            if rule_nullable[b] != 0:
+                key = (o << 32) | ref_target[k]
+                if _insert(hkeys, hgen, key, gen):
+                    if end >= cap:
+                        return -1
+                    items[end] = key
+                    end += 1
+                    cnt[C_ITEMS] += 1
+                    cnt[C_COMPLETE] += 1
+        if (fq & FINAL) != 0 and o < p:
+            r = state_rule[q]
+            for g in range(grp_start[o], grp_start[o + 1]):
+                if grp_rule[g] == r:
+                    if grp_leo[g] == 2:
+                        cnt[C_LEO] += 1
+                    for e in range(grp_first[g], grp_first[g] + grp_len[g]):
+                        key = (np.int64(ent_origin[e]) << 32) | ent_target[e]
+                        if _insert(hkeys, hgen, key, gen):
+                            if end >= cap:
+                                return -1
+                            items[end] = key
+                            end += 1
+                            cnt[C_ITEMS] += 1
+                            cnt[C_COMPLETE] += 1
+                    break
+        if end - begin > half:
+            return -1
+        i += 1
+    return end
+
+
+@njit(cache=True, nogil=True)
+def _finalize(G, S, p, begin, end, gen):
+    """Build set p's waiter groups (with Leo chain entries); False on overflow."""
+    byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start, rule_nullable = G
+    items = S[I_ITEMS]
+    grp_start = S[I_GRP_START]
+    grp_rule = S[I_GRP_RULE]
+    grp_first = S[I_GRP_FIRST]
+    grp_len = S[I_GRP_LEN]
+    grp_leo = S[I_GRP_LEO]
+    ent_start = S[I_ENT_START]
+    ent_target = S[I_ENT_TARGET]
+    ent_origin = S[I_ENT_ORIGIN]
+    rgen = S[I_RGEN]
+    rcnt = S[I_RCNT]
+    rpos = S[I_RPOS]
+    touched = S[I_TOUCHED]
+    nt = 0
+    total = 0
+    for i in range(begin, end):
+        q = items[i] & MASK32
+        for k in range(ref_start[q], ref_start[q + 1]):
+            b = ref_rule[k]
+            if rgen[b] != gen:
+                rgen[b] = gen
+                rcnt[b] = 0
+                touched[nt] = b
+                nt += 1
+            rcnt[b] += 1
+            total += 1
+    g0 = grp_start[p]
+    e0 = ent_start[p]
+    if g0 + nt > len(grp_rule) or e0 + total > len(ent_target):
+        return False
+    pos = e0
+    for j in range(nt):
+        b = touched[j]
+        g = g0 + j
+        grp_rule[g] = b
+        grp_first[g] = pos
+        grp_len[g] = 0
+        rpos[b] = g
+        pos += rcnt[b]
+    for i in range(begin, end):
+        it = items[i]
+        q = it & MASK32
+        o = it >> 32
+        for k in range(ref_start[q], ref_start[q + 1]):
+            g = rpos[ref_rule[k]]
+            e = grp_first[g] + grp_len[g]
+            ent_target[e] = ref_target[k]
+            ent_origin[e] = o
+            grp_len[g] += 1
+    for j in range(nt):
+        g = g0 + j
+        grp_leo[g] = 0
+        if grp_len[g] == 1:
+            e = grp_first[g]
+            t = ent_target[e]
+            o = ent_origin[e]
+            if (flags[t] & TAIL) != 0:
+                grp_leo[g] = 1  # a unique waiter whose advance is a completed tail item
+                if o < p:
+                    a = state_rule[t]
+                    for g2 in range(grp_start[o], grp_start[o + 1]):
+                        if grp_rule[g2] == a:
+                            if grp_leo[g2] != 0:
+                                e2 = grp_first[g2]
+                                ent_target[e] = ent_target[e2]
+                                ent_origin[e] = ent_origin[e2]
+                                grp_leo[g] = 2  # chained: the entry is the topmost item
+                            break
+    grp_start[p + 1] = g0 + nt
+    ent_start[p + 1] = pos
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _commit(G, S, p, begin, end, gen, acc):
+    """Close and finalize set p (items[begin:end) seeded); commit it. Returns a status."""
+    meta = S[I_META]
+    meta[ACC_FLAG] = 0
+    end = _closure(G, S, p, begin, end, gen, acc)
+    if end < 0:
+        return OVERFLOW
+    if not _finalize(G, S, p, begin, end, gen):
+        return OVERFLOW
+    S[I_SET_START][p + 1] = end
+    S[I_SET_FLAG][p] = meta[ACC_FLAG]
+    meta[N_SETS] = p + 1
+    S[I_COUNTERS][C_SETS] += 1
+    return ALIVE | (ACCEPT if meta[ACC_FLAG] != 0 else 0)
+
+
+@njit(cache=True, nogil=True)
+def init_chart(G, S, state, p, acc):
+    """Start a chart with the single item (state, 0) in set p; sets 0..p-1 are empty
+    (p = 1 gives a root whose completion nothing awaits: used to classify tokens)."""
+    set_start = S[I_SET_START]
+    for j in range(p + 1):
+        set_start[j] = 0
+        S[I_GRP_START][j] = 0
+        S[I_ENT_START][j] = 0
+        S[I_SET_FLAG][j] = 0
+    meta = S[I_META]
+    meta[N_SETS] = p
+    meta[GEN] += 1
+    gen = meta[GEN]
+    key = np.int64(state)
+    _insert(S[I_HKEYS], S[I_HGEN], key, gen)
+    S[I_ITEMS][0] = key
+    S[I_COUNTERS][C_ITEMS] += 1
+    return _commit(G, S, p, 0, 1, gen, acc)
+
+
+@njit(cache=True, nogil=True)
+def push_byte(G, S, b, acc):
+    """Scan byte b from the last committed set into a new set; commit it when non-empty."""
+    byte_next = G[0]
+    items = S[I_ITEMS]
+    set_start = S[I_SET_START]
+    meta = S[I_META]
+    cnt = S[I_COUNTERS]
+    n = meta[N_SETS]
+    if n + 2 >= len(set_start):
+        return OVERFLOW
+    lo = set_start[n - 1]
+    hi = set_start[n]
+    meta[GEN] += 1
+    gen = meta[GEN]
+    hkeys = S[I_HKEYS]
+    hgen = S[I_HGEN]
+    end = hi
+    cap = len(items)
+    for i in range(lo, hi):
+        it = items[i]
+        t = byte_next[(it & MASK32) * 256 + b]
+        if t >= 0:
+            key = (it & ~np.int64(MASK32)) | t
+            if _insert(hkeys, hgen, key, gen):
+                if end >= cap:
+                    return OVERFLOW
+                items[end] = key
+                end += 1
+                cnt[C_ITEMS] += 1
+                cnt[C_SCAN] += 1
+    if end == hi:
+        return DEAD
+    return _commit(G, S, n, hi, end, gen, acc)
+
+
+@njit(cache=True, nogil=True)
+def push_bytes(G, S, data, acc):
+    """Push every byte of ``data``; on DEAD or OVERFLOW restore the chart and return it.
+    Returns the status of the last set otherwise."""
+    meta = S[I_META]
+    base = meta[N_SETS]
+    r = ALIVE
+    if len(data) == 0:
+        return ALIVE | (ACCEPT if S[I_SET_FLAG][base - 1] != 0 else 0)
+    for j in range(len(data)):
+        r = push_byte(G, S, data[j], acc)
+        if r <= 0:
+            meta[N_SETS] = base
+            return r
+    return r
+
+
+@njit(cache=True, nogil=True)
+def roots(G, S, start_state):
+    """Distinct states of the items of the last set that were not predicted there
+    (origin < p) and still have an outgoing edge; at p = 0 the start state alone."""
+    flags = G[4]
+    items = S[I_ITEMS]
+    set_start = S[I_SET_START]
+    n = S[I_META][N_SETS]
+    p = n - 1
+    if p == 0:
+        out = np.empty(1, np.int32)
+        out[0] = start_state
+        return out
+    lo = set_start[p]
+    hi = set_start[p + 1]
+    out = np.empty(hi - lo, np.int32)
+    k = 0
+    for i in range(lo, hi):
+        it = items[i]
+        q = it & MASK32
+        if (it >> 32) < p and (flags[q] & HAS_OUT) != 0:
+            dup = False
+            for j in range(k):
+                if out[j] == q:
+                    dup = True
+                    break
+            if not dup:
+                out[k] = q
+                k += 1
+    return out[:k]
+
+
+@njit(cache=True, nogil=True)
+def _set_tokens(tok_start, tok_ids, node, mask):
+    for k in range(tok_start[node], tok_start[node + 1]):
+        t = tok_ids[k]
+        mask[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+
+
+@njit(cache=True, nogil=True)
+def walk_range(G, S, T, lo, hi, mask, acc):
+    """Walk trie nodes [lo, hi) (a run of whole subtrees, depth-first) against the last set:
+    set the bits of the tokens whose bytes keep the chart alive. Restores the chart.
+    Returns 0, or -1 on overflow."""
+    tbyte, tdepth, tsize, tok_start, tok_ids = T
+    meta = S[I_META]
+    cnt = S[I_COUNTERS]
+    base = meta[N_SETS]
+    d0 = tdepth[lo] if lo < hi else 0
+    i = lo
+    while i < hi:
+        meta[N_SETS] = base + tdepth[i] - d0
+        cnt[C_TRIE] += 1
+        r = push_byte(G, S, tbyte[i], acc)
+        if r < 0:
+            meta[N_SETS] = base
+            return -1
+        if r == DEAD:
+            i += tsize[i]
+            continue
+        _set_tokens(tok_start, tok_ids, i, mask)
+        i += 1
+    meta[N_SETS] = base
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def walk_entries(G, S, T, ent_node, ent_kind, ent_skip, mask, acc):
+    """Walk a sparse view of the trie: entries in depth-first order, each a node whose
+    ancestors are listed before it; kind 1 = the node's whole subtree, kind 0 = the node
+    alone (its listed descendants follow; ``ent_skip`` = 1 + their count). Restores."""
+    tbyte, tdepth, tsize, tok_start, tok_ids = T
+    meta = S[I_META]
+    cnt = S[I_COUNTERS]
+    base = meta[N_SETS]
+    j = 0
+    n = len(ent_node)
+    while j < n:
+        node = ent_node[j]
+        d = tdepth[node]
+        meta[N_SETS] = base + d - 1
+        cnt[C_TRIE] += 1
+        r = push_byte(G, S, tbyte[node], acc)
+        if r < 0:
+            meta[N_SETS] = base
+            return -1
+        if r == DEAD:
+            j += ent_skip[j]
+            continue
+        _set_tokens(tok_start, tok_ids, node, mask)
+        if ent_kind[j] == 1 and tsize[node] > 1:
+            if walk_range(G, S, T, node + 1, node + tsize[node], mask, acc) < 0:
+                meta[N_SETS] = base
+                return -1
+        j += 1
+    meta[N_SETS] = base
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def classify_state(G, S, T, state, aw_mask, out_node, out_kind, comp, path, marked):
+    """Token classes of one automaton state q, with the chart rooted at (q, 0) and nothing
+    awaiting its rule (xgrammar's context-independent tokens, adapted to Earley):
+      * AW(q): tokens whose bytes are a prefix of L(q) (the rule from q, sub-rules expanded):
+        accepted in every context where an item at q is live (bits set in aw_mask);
+      * U(q): tokens not in AW(q) with a non-empty prefix in L(q): they finish the rule
+        and go on in the context, so they are decided at mask time by walking them;
+      * the rest are rejected in every context (through this item).
+    U(q) is returned as walk entries (node, kind) in depth-first order (see walk_entries);
+    returns their count, or -1 on overflow."""
+    tbyte, tdepth, tsize, tok_start, tok_ids = T
+    r = init_chart(G, S, state, 1, -1)
+    if r < 0:
+        return -1
+    meta = S[I_META]
+    cnt = S[I_COUNTERS]
+    base = meta[N_SETS]
+    comp[0] = 0
+    nu = 0
+    n = len(tbyte)
+    i = 1
+    while i < n:
+        d = tdepth[i]
+        meta[N_SETS] = base + d - 1
+        path[d] = i
+        marked[d] = 0
+        cnt[C_TRIE] += 1
+        r = push_byte(G, S, tbyte[i], -1)
+        if r < 0:
+            return -1
+        if r == DEAD:
+            if comp[d - 1] != 0:
+                for a in range(1, d):
+                    if marked[a] == 0:
+                        marked[a] = 1
+                        out_node[nu] = path[a]
+                        out_kind[nu] = 0
+                        nu += 1
+                out_node[nu] = i
+                out_kind[nu] = 1
+                nu += 1
+            i += tsize[i]
+            continue
+        _set_tokens(tok_start, tok_ids, i, aw_mask)
+        comp[d] = 1 if (comp[d - 1] != 0 or (r & ACCEPT) != 0) else 0
+        i += 1
+    return nu
+
+
+@njit(cache=True, nogil=True)
+def entry_skips(ent_node, ent_kind, tsize):
+    """For each walk entry, 1 + the number of following entries inside its subtree."""
+    n = len(ent_node)
+    out = np.ones(n, np.int32)
+    for j in range(n):
+        if ent_kind[j] == 0:
+            end = ent_node[j] + tsize[ent_node[j]]
+            k = j + 1
+            while k < n and ent_node[k] < end:
+                k += 1
+            out[j] = k - j
+    return out

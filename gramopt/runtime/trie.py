@@ -1,0 +1,102 @@
+"""The vocabulary as a byte trie stored depth-first (llguidance's toktrie layout).
+
+Node 0 is the root (empty prefix). Node i > 0 has ``byte[i]`` (the edge into it),
+``depth[i]`` (bytes from the root) and ``size[i]`` (nodes in its subtree, itself
+included), so its subtree is the contiguous run ``[i, i + size[i])`` and a walk that
+finds a prefix dead skips it with ``i += size[i]`` — no recursion, no pointers.
+``tok_start[i]:tok_start[i+1]`` index ``tok_ids``: the tokens whose bytes end at node i.
+Tokens with no bytes (special tokens) are in no node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+
+@dataclass
+class TokenTrie:
+    byte: np.ndarray
+    depth: np.ndarray
+    size: np.ndarray
+    tok_start: np.ndarray
+    tok_ids: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.byte)
+
+    def arrays(self) -> tuple:
+        return (self.byte, self.depth, self.size, self.tok_start, self.tok_ids)
+
+
+@njit(cache=True)
+def _build(flat, offs, order):
+    """Nodes in depth-first order from tokens sorted by bytes."""
+    total = len(flat) + 1
+    byte = np.zeros(total, np.int32)
+    depth = np.zeros(total, np.int32)
+    size = np.ones(total, np.int32)
+    node_of = np.full(len(order), -1, np.int32)
+    path = np.zeros(4096, np.int32)  # node at each depth of the current path
+    n = 1
+    prev_lo = 0
+    prev_hi = 0
+    for j in range(len(order)):
+        t = order[j]
+        lo = offs[t]
+        hi = offs[t + 1]
+        if hi == lo:
+            continue
+        # common prefix with the previous token
+        lcp = 0
+        while lcp < hi - lo and lcp < prev_hi - prev_lo and flat[lo + lcp] == flat[prev_lo + lcp]:
+            lcp += 1
+        for d in range(lcp, hi - lo):
+            byte[n] = flat[lo + d]
+            depth[n] = d + 1
+            path[d + 1] = n
+            n += 1
+        node_of[t] = path[hi - lo]
+        prev_lo = lo
+        prev_hi = hi
+    byte = byte[:n]
+    depth = depth[:n]
+    size = size[:n]
+    # subtree sizes: a node's subtree ends where the next node of depth <= its own starts
+    stack = np.zeros(4097, np.int32)
+    sp = 0
+    for i in range(n):
+        while sp > 0 and depth[stack[sp - 1]] >= depth[i]:
+            sp -= 1
+            k = stack[sp]
+            size[k] = i - k
+        stack[sp] = i
+        sp += 1
+    while sp > 0:
+        sp -= 1
+        k = stack[sp]
+        size[k] = n - k
+    return byte, depth, size, node_of
+
+
+def build_trie(token_bytes: list[bytes]) -> TokenTrie:
+    offs = np.zeros(len(token_bytes) + 1, np.int64)
+    offs[1:] = np.cumsum([len(b) for b in token_bytes])
+    flat = np.frombuffer(b"".join(token_bytes), dtype=np.uint8).astype(np.int32)
+    order = np.array(sorted(range(len(token_bytes)), key=token_bytes.__getitem__), dtype=np.int64)
+    if max((len(b) for b in token_bytes), default=0) >= 4000:
+        raise ValueError("token longer than 4000 bytes")
+    byte, depth, size, node_of = _build(flat, offs, order)
+    n = len(byte)
+    has = node_of >= 0
+    ids = np.nonzero(has)[0].astype(np.int32)
+    nodes = node_of[has]
+    srt = np.argsort(nodes, kind="stable")
+    tok_ids = ids[srt]
+    counts = np.bincount(nodes, minlength=n)
+    tok_start = np.zeros(n + 1, np.int32)
+    tok_start[1:] = np.cumsum(counts)
+    return TokenTrie(byte, depth, size, tok_start, tok_ids.astype(np.int32))
