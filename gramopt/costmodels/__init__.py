@@ -1,5 +1,6 @@
 """Cost models: κ (control states), SAC (parse-forest growth), engine time models."""
 
 from .kappa import kappa, kappa_of_bnf
+from .sac import sac_trace
 
-__all__ = ["kappa", "kappa_of_bnf"]
+__all__ = ["kappa", "kappa_of_bnf", "sac_trace"]
