@@ -52,7 +52,7 @@ def test_left_recursive_constant(strategy):
 
 
 def test_stops_on_rejected_text():
-    assert sac_trace(G3, "abc") == [1, 1]
+    assert sac_trace(G3, "abc") == [1, 2]
 
 
 def test_lark_atoms_rejected():
