@@ -1,0 +1,86 @@
+"""Masks on tensors (torch is optional: this module is imported only when used).
+
+``apply_token_bitmask(logits, bitmask)`` sets to -inf every logit whose bit is 0, in place,
+on whatever device the logits live (CPU or CUDA): the packed int32 words are unpacked with
+one vectorized shift-and-mask (``(words[..., None] >> arange(32)) & 1``), no Python loop.
+``GrammarLogitsProcessor`` is a Hugging Face-style logits processor over Matchers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+_SHIFTS: dict = {}
+
+
+def _shifts(device) -> torch.Tensor:
+    key = str(device)
+    s = _SHIFTS.get(key)
+    if s is None:
+        s = torch.arange(32, dtype=torch.int32, device=device)
+        _SHIFTS[key] = s
+    return s
+
+
+def unpack_bitmask(bitmask: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """bool (…, vocab_size): bit i of word i // 32."""
+    bits = (bitmask.to(torch.int32).unsqueeze(-1) >> _shifts(bitmask.device)) & 1
+    return bits.reshape(*bitmask.shape[:-1], -1)[..., :vocab_size].bool()
+
+
+def apply_token_bitmask(logits: torch.Tensor, bitmask, indices=None) -> torch.Tensor:
+    """Mask ``logits`` (V) or (batch, V) in place with packed ``bitmask`` (words) or
+    (batch, words) (numpy or torch; moved to the logits' device). ``indices`` picks the
+    rows of a batch to mask. Logits columns beyond the mask's bits are masked too."""
+    if isinstance(bitmask, np.ndarray):
+        bitmask = torch.from_numpy(bitmask)
+    bitmask = bitmask.to(logits.device, non_blocking=True)
+    vocab = logits.shape[-1]
+    allowed = unpack_bitmask(bitmask, min(vocab, bitmask.shape[-1] * 32))
+    if allowed.shape[-1] < vocab:
+        pad = torch.zeros(*allowed.shape[:-1], vocab - allowed.shape[-1], dtype=torch.bool,
+                          device=logits.device)
+        allowed = torch.cat([allowed, pad], dim=-1)
+    if indices is not None:
+        idx = torch.as_tensor(indices, device=logits.device, dtype=torch.long)
+        if allowed.dim() == 1:
+            allowed = allowed.unsqueeze(0).expand(len(idx), -1)
+        elif allowed.shape[0] != len(idx):
+            allowed = allowed[idx]
+        rows = logits[idx]
+        logits[idx] = rows.masked_fill(~allowed, float("-inf"))
+        return logits
+    logits.masked_fill_(~allowed, float("-inf"))
+    return logits
+
+
+class GrammarLogitsProcessor:
+    """``processor(input_ids, scores) -> scores`` as in transformers' LogitsProcessor.
+
+    One Matcher per batch row; on each call, the tokens appended since the last call are
+    accepted, then the rows' masks are filled and applied. ``prompt_len`` (per row or one
+    int) marks where generation starts; by default the first call's length.
+    """
+
+    def __init__(self, matchers, prompt_len=None):
+        self.matchers = list(matchers) if isinstance(matchers, (list, tuple)) else [matchers]
+        self.prompt_len = prompt_len
+        self._seen = None
+        n_words = self.matchers[0].vocab.n_words
+        self._buf = np.zeros((len(self.matchers), n_words), np.int32)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        n = input_ids.shape[-1]
+        if self._seen is None:
+            self._seen = [n] * len(self.matchers) if self.prompt_len is None else (
+                list(self.prompt_len) if isinstance(self.prompt_len, (list, tuple))
+                else [self.prompt_len] * len(self.matchers))
+        ids = input_ids.detach().to("cpu")
+        for r, m in enumerate(self.matchers):
+            for t in ids[r, self._seen[r]:n].tolist():
+                if not m.accept_token(t):
+                    raise ValueError(f"row {r}: token {t} is not allowed by the grammar")
+            self._seen[r] = n
+            m.fill_next_token_bitmask(self._buf, r)
+        return apply_token_bitmask(scores, self._buf)
