@@ -51,13 +51,13 @@ DEAD, ALIVE, ACCEPT, OVERFLOW = 0, 1, 2, -1
 MASK32 = (1 << 32) - 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _hash(key):
     h = key * np.int64(-7046029254386353131)
     return h ^ (h >> np.int64(29))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _insert(hkeys, hgen, key, gen):
     """True when ``key`` was not yet in the set under construction (generation ``gen``)."""
     mask = len(hkeys) - 1
@@ -72,7 +72,7 @@ def _insert(hkeys, hgen, key, gen):
         h = (h + 1) & mask
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _closure(G, S, p, begin, end, gen, acc):
     """Predict/complete over items[begin:end) of set p until closed; return the new end,
     or -1 on overflow. Sets meta[ACC_FLAG] when an accepting item is present: (acc, 0), or
@@ -142,7 +142,7 @@ def _closure(G, S, p, begin, end, gen, acc):
     return end
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _finalize(G, S, p, begin, end, gen):
     """Build set p's waiter groups (with Leo chain entries); False on overflow."""
     byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start, rule_nullable = G
@@ -219,7 +219,7 @@ def _finalize(G, S, p, begin, end, gen):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _commit(G, S, p, begin, end, gen, acc):
     """Close and finalize set p (items[begin:end) seeded); commit it. Returns a status."""
     meta = S[I_META]
@@ -236,7 +236,7 @@ def _commit(G, S, p, begin, end, gen, acc):
     return ALIVE | (ACCEPT if meta[ACC_FLAG] != 0 else 0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def init_chart(G, S, state, p, acc):
     """Start a chart with the single item (state, 0) in set p; sets 0..p-1 are empty
     (p = 1 gives a root whose completion nothing awaits: used to classify tokens)."""
@@ -257,7 +257,7 @@ def init_chart(G, S, state, p, acc):
     return _commit(G, S, p, 0, 1, gen, acc)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def push_byte(G, S, b, acc):
     """Scan byte b from the last committed set into a new set; commit it when non-empty."""
     byte_next = G[0]
@@ -293,7 +293,7 @@ def push_byte(G, S, b, acc):
     return _commit(G, S, n, hi, end, gen, acc)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def push_bytes(G, S, data, acc):
     """Push every byte of ``data``; on DEAD or OVERFLOW restore the chart and return it.
     Returns the status of the last set otherwise."""
@@ -342,14 +342,14 @@ def roots(G, S, start_state):
     return out[:k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _set_tokens(tok_start, tok_ids, node, mask):
     for k in range(tok_start[node], tok_start[node + 1]):
         t = tok_ids[k]
         mask[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def walk_range(G, S, T, lo, hi, mask, acc):
     """Walk trie nodes [lo, hi) (a run of whole subtrees, depth-first) against the last set:
     set the bits of the tokens whose bytes keep the chart alive. Restores the chart.
@@ -376,7 +376,7 @@ def walk_range(G, S, T, lo, hi, mask, acc):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def walk_entries(G, S, T, ent_node, ent_kind, ent_skip, mask, acc):
     """Walk a sparse view of the trie: entries in depth-first order, each a node whose
     ancestors are listed before it; kind 1 = the node's whole subtree, kind 0 = the node
@@ -409,7 +409,7 @@ def walk_entries(G, S, T, ent_node, ent_kind, ent_skip, mask, acc):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def classify_state(G, S, T, state, aw_mask, out_node, out_kind, comp, path, marked):
     """Token classes of one automaton state q, with the chart rooted at (q, 0) and nothing
     awaiting its rule (xgrammar's context-independent tokens, adapted to Earley):
