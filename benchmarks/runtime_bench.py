@@ -60,7 +60,7 @@ def load_cases(names):
             stem = path[: -len(dialect) - 1]
             for sample in sorted(glob.glob(stem + ".sample*.txt"))[:1]:
                 etext = _fill_empty_alternatives(text) if dialect == "gbnf" else text
-                cases.append((name, g, etext, open(sample, encoding="utf-8").read()))
+                cases.append((name, g, (etext, etext), open(sample, encoding="utf-8").read()))
     if not cases:
         print("(gramopt.formats reader not available: using built-in IR grammars)")
         seen = set()
@@ -69,7 +69,7 @@ def load_cases(names):
                 continue
             seen.add(name)
             g = make()
-            cases.append((f"ir-{name}", g, ebnf_text(g), sample))
+            cases.append((f"ir-{name}", g, (ebnf_text(g), ebnf_text(g, "llguidance")), sample))
     return cases
 
 
@@ -198,9 +198,9 @@ def main() -> None:
                 if eng == "gramopt":
                     res[eng] = bench_gramopt(g, vocab, toks, args.reps)
                 elif eng == "xgrammar" and xinfo is not None:
-                    res[eng] = bench_xgrammar(etext, xinfo, len(vocab), toks, args.reps)
+                    res[eng] = bench_xgrammar(etext[0], xinfo, len(vocab), toks, args.reps)
                 elif eng == "llguidance" and lltok is not None:
-                    res[eng] = bench_llguidance(etext, lltok, len(vocab), toks, args.reps)
+                    res[eng] = bench_llguidance(etext[1], lltok, len(vocab), toks, args.reps)
             except Exception as e:  # noqa: BLE001
                 res[eng] = dict(error=str(e).splitlines()[0][:60])
         rows.append((name, len(toks), res))

@@ -29,10 +29,18 @@ CORPUS = "/work/shared/corpus"
 # ------------------------------------------------------------ IR → xgrammar EBNF
 
 
+_STYLE = ["xgrammar"]
+
+
 def _esc_char(cp: int, in_class: bool) -> str:
-    ch = chr(cp)
-    if ch.isalnum() and cp < 128:
-        return ch
+    if _STYLE[0] == "llguidance" and (cp < 0x20 or (in_class and chr(cp) in "[]^-")):
+        return f"\\x{cp:02x}"  # llguidance's GBNF: \xNN, two digits; its \u form breaks
+    if in_class and chr(cp) in "[]^-":
+        return f"\\u{cp:04x}"  # xgrammar reads \x greedily
+    if 0x20 <= cp < 0x7F:
+        return "\\" + chr(cp) if chr(cp) in '"\\' else chr(cp)
+    if cp in (9, 10, 13):
+        return {9: "\\t", 10: "\\n", 13: "\\r"}[cp]
     if cp < 0x10000:
         return f"\\u{cp:04x}"
     return f"\\U{cp:08x}"
@@ -65,8 +73,12 @@ def ebnf_expr(e) -> str:
     raise TypeError(e)
 
 
-def ebnf_text(g: Grammar) -> str:
-    return "\n".join(f"{r.name} ::= {ebnf_expr(r.body)}" for r in g.rules)
+def ebnf_text(g: Grammar, style: str = "xgrammar") -> str:
+    _STYLE[0] = style
+    try:
+        return "\n".join(f"{r.name} ::= {ebnf_expr(r.body)}" for r in g.rules)
+    finally:
+        _STYLE[0] = "xgrammar"
 
 
 # ------------------------------------------------------------ fixtures
