@@ -273,3 +273,36 @@ def test_corpus_all_match_xgrammar(path, sample, qwen, xgr_info, encoder, reques
     if "slow" not in (request.config.getoption("markexpr") or ""):
         pytest.skip("whole corpus: select with -m slow")
     _run_corpus(path, sample, qwen, xgr_info, encoder, max_tokens=150)
+
+
+# ------------------------------------------------------------ known engine bugs, arbitrated
+
+
+def test_xgrammar_self_recursive_root_bug_arbitrated(qwen, xgr_info, encoder):
+    """xgrammar 0.2.8 omits valid tokens (bb, abb, …) for a directly self-recursive root
+    rule after 'aaaaaaaa'. Every token on which the engines differ is checked against the
+    plain BNF oracle: gramopt must be right on each one."""
+    from test_runtime_oracle import BnfOracle
+    g = Grammar((Rule("root", alt(seq(Literal("a"), Ref("root"), Literal("b")), Epsilon())),), "root")
+    ebnf = 'root ::= "a" root "b" | ""'
+    compiled = xgr.GrammarCompiler(xgr_info, max_threads=1, cache_enabled=False).compile_grammar(ebnf)
+    xm = xgr.GrammarMatcher(compiled)
+    gm = Matcher(g, qwen)
+    prefix = b"aaaaaaaa"
+    a_tok = qwen.token_bytes.index(b"a")
+    for _ in prefix:
+        assert xm.accept_token(a_tok) and gm.accept_token(a_tok)
+    import torch
+    xb = xgr.allocate_token_bitmask(1, len(qwen))
+    xm.fill_next_token_bitmask(xb)
+    xbits = np.unpackbits(xb.numpy()[0].view(np.uint8), bitorder="little")[:len(qwen)]
+    gb = np.zeros(qwen.n_words, np.int32)
+    gm.fill_next_token_bitmask(gb)
+    gbits = np.unpackbits(gb.view(np.uint8), bitorder="little")[:len(qwen)]
+    oracle = BnfOracle(g)
+    disputed = np.nonzero(xbits ^ gbits)[0]
+    for t in disputed:
+        tb = qwen.token_bytes[t]
+        want = oracle.is_viable_prefix(prefix + tb) if tb else oracle.accepts(prefix)
+        assert bool(gbits[t]) == want, (int(t), tb)
+    assert qwen.token_bytes.index(b"bb") in np.nonzero(gbits)[0]
