@@ -1,0 +1,65 @@
+"""Clean-up passes users expect: pure ``Grammar -> Grammar`` functions, one per module.
+
+Each pass is deterministic, preserves the language (its module docstring gives the
+before/after forms and the argument), never increases κ, and is idempotent. They rewrite
+rule bodies only (Lark terminal definitions are lexer rules and stay as written) and, on
+Lark grammars, never fuse or merge across a terminal boundary.
+
+    remove_unproductive            unproductive.py   rules / alternatives deriving nothing
+    remove_unreachable             unreachable.py    rules the start rule cannot reach
+    simplify_epsilon               epsilon.py        "" items, ("" | x) → x?, x? of nullable x
+    canonicalize_repetition        repetition.py     x x* → x+, (x*)* → x*, x{1,1} → x, …
+    remove_duplicate_alternatives  duplicates.py     a | b | a → a | b
+    merge_char_alternatives        char_classes.py   "a" | "b" | [c-d] → [a-d]   (not Lark)
+    fuse_literals                  fusion.py         "a" "b" → "ab"              (not Lark)
+    factor_alternatives            factoring.py      "ab" X | "ac" Y → "a" ("b" X | "c" Y)
+
+:func:`simplify` runs them in that order, repeatedly, until a round changes nothing.
+The order: pruning first (it removes alternatives, exposing unreachable rules), then the
+local normal forms that the later passes match on (ε as ``?``, canonical repetitions,
+no duplicates), then class merging and fusion (which factoring reads as code points), and
+factoring last (it creates ``("" | …)`` and duplicate members the next round tidies).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ...grammar import Grammar
+from .char_classes import merge_char_alternatives
+from .common import fixpoint
+from .duplicates import remove_duplicate_alternatives
+from .epsilon import simplify_epsilon
+from .factoring import factor_alternatives
+from .fusion import fuse_literals
+from .repetition import canonicalize_repetition
+from .unproductive import remove_unproductive
+from .unreachable import remove_unreachable
+
+Pass = Callable[[Grammar], Grammar]
+
+PASSES: dict[str, Pass] = {
+    "unproductive": remove_unproductive,
+    "unreachable": remove_unreachable,
+    "epsilon": simplify_epsilon,
+    "repetition": canonicalize_repetition,
+    "duplicates": remove_duplicate_alternatives,
+    "char-classes": merge_char_alternatives,
+    "fusion": fuse_literals,
+    "factoring": factor_alternatives,
+}
+"""The passes by stable name, in :func:`simplify`'s order."""
+
+
+def _round(grammar: Grammar) -> Grammar:
+    for run in PASSES.values():
+        grammar = run(grammar)
+    return grammar
+
+
+def simplify(grammar: Grammar) -> Grammar:
+    """All clean-up passes in ``PASSES`` order, repeated to a fixpoint (at most 64 rounds)."""
+    return fixpoint(_round, grammar)
+
+
+__all__ = ["PASSES", "simplify", *(p.__name__ for p in PASSES.values())]

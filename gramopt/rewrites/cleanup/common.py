@@ -1,0 +1,79 @@
+"""Shared plumbing of the clean-up passes: rule-by-rule rewriting and top-level alternatives.
+
+A clean-up pass rewrites rule *bodies* only. Lark terminal definitions are lexer rules
+(priorities, longest match) and are left exactly as written; lookahead assertions are
+hints, not part of the language (see ``gramopt.grammar.bnf``), and are left alone except
+where a referenced rule disappears.
+
+Lark keeps one ``-> alias`` per top-level alternative (``Rule.aliases``); an alias shapes
+the parse tree, not the language. A pass that drops top-level alternatives drops their
+aliases with them (:func:`keep_alternatives`); a pass that would reshape the top level in
+any other way skips the top level of a rule with aliases (:func:`has_aliases`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Sequence
+
+from ...grammar import Alt, Expr, Grammar, Rule, alt
+from ...grammar.analysis import nullable_expr, nullable_rules
+
+__all__ = ["is_lark", "map_rules", "map_bodies", "alternatives", "has_aliases", "keep_alternatives",
+           "nullable_rules", "nullable_expr", "fixpoint"]
+
+
+def is_lark(grammar: Grammar) -> bool:
+    """True for a Lark grammar: its literals are lexer tokens, so nothing may be fused,
+    merged into a class or split at code-point granularity."""
+    return grammar.dialect == "lark"
+
+
+def map_rules(grammar: Grammar, fn: Callable[[Rule], Rule]) -> Grammar:
+    """Apply ``fn`` to every rule; return ``grammar`` itself when no rule changed, so a
+    pass that finds nothing to do returns its input (cheap idempotence checks)."""
+    new = tuple(fn(r) for r in grammar.rules)
+    if new == grammar.rules:
+        return grammar
+    return grammar.replace_rules(new)
+
+
+def map_bodies(grammar: Grammar, fn: Callable[[Expr], Expr]) -> Grammar:
+    """Replace every rule body ``b`` by ``fn(b)`` (see :func:`map_rules`)."""
+    return map_rules(grammar, lambda r: replace(r, body=fn(r.body)))
+
+
+def alternatives(body: Expr) -> tuple[Expr, ...]:
+    """The top-level alternatives of a rule body (one when the body is no ``Alt``)."""
+    return body.items if isinstance(body, Alt) else (body,)
+
+
+def has_aliases(rule: Rule) -> bool:
+    """Whether the rule names (Lark ``-> alias``) any of its top-level alternatives."""
+    return any(a is not None for a in rule.aliases)
+
+
+def keep_alternatives(rule: Rule, new_items: Sequence[Expr | None]) -> Rule:
+    """``rule`` with top-level alternative i replaced by ``new_items[i]`` (``None``: dropped),
+    aliases kept in step. An item that is itself an alternation is spliced in, each of its
+    members carrying the alias of the item (``(b | c) -> x`` is ``b -> x | c -> x``). At
+    least one item must survive."""
+    pieces: list[tuple[Expr, int]] = []
+    for i, e in enumerate(new_items):
+        if e is not None:
+            pieces.extend((p, i) for p in alternatives(e))
+    body = alt(*(e for e, _ in pieces))
+    aliases = rule.aliases
+    if aliases and len(aliases) == len(new_items):
+        aliases = tuple(aliases[i] for _, i in pieces)
+    return replace(rule, body=body, aliases=aliases)
+
+
+def fixpoint(step: Callable[[Grammar], Grammar], grammar: Grammar, limit: int = 64) -> Grammar:
+    """Apply ``step`` until the grammar stops changing (or ``limit`` rounds)."""
+    for _ in range(limit):
+        new = step(grammar)
+        if new == grammar:
+            return new
+        grammar = new
+    return grammar

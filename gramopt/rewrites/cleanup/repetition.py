@@ -1,0 +1,146 @@
+"""Repetition canonicalization.
+
+Bounds. ``x{0,1}``, ``x{1,}``, ``x{0,}`` already are ``x?``, ``x+``, ``x*`` in the IR (one
+node, ``Repeat(x, min, max)``); what remains:
+
+    # x{1,1}  -->  x                 L¹ = L
+    # x{0,0}  -->  ε                 L⁰ = {ε};  likewise ε{m,n} --> ε
+    # x{m,}   -->  x*   (x nullable) ε ∈ L ⇒ L^k ⊆ L^(k+1), so ∪_(k≥m) L^k = L*
+    # x{m,n}  -->  x{n} (x nullable) the same chain: ∪_(m≤k≤n) L^k = L^n;  x? --> x when n = 1
+
+Nesting (each with d ≥ 1; d = 0 is the ε line above):
+
+    # (x*){c,d}      -->  x*         (x*)^k = x* for k ≥ 1, and ε ∈ x*
+    # (x+){c,d}      -->  x{c,}      c ≤ 1:  ∪_(c≤k≤d) (L⁺)^k = ∪_(j≥c) L^j
+    #   i.e. (x+)* --> x*, (x+)? --> x*, (x+)+ --> x+
+    # (x?){c,d}      -->  x{0,d}     d ∈ {1, ∞}:  (ε ∪ L)^k = ∪_(j≤k) L^j
+    #   i.e. (x?)* --> x*, (x?)+ --> x*, (x?)? --> x?
+    # ("" | x | y?)* -->  (x | y)*   (M ∪ {ε})* = M*: ε-members and ? of members drop under a star
+
+Not sound, so never done: ``(x{2})*`` is not ``x*`` (only even counts), nor is
+``(x{2,})*``; ``(x+){2,3}`` is ``x{2,}`` but costs more κ, so it stays.
+
+Sequences of powers of one base (x a plain item is x{1,1}; x may be a sequence u1 … uk):
+
+    # x x*     -->  x+               L^a…b · L^c…d = ∪_(a+c≤k≤b+d) L^k = x{a+c,b+d}
+    # x* x     -->  x+
+    # x+ x+    -->  x{2,}
+    # x? x?    -->  x{0,2}           (also removes the ambiguity of x? x?)
+    # u v (u v)*  -->  (u v)+
+
+Two plain copies ``x x`` are left alone (``x{2}`` is the same κ and no clearer).
+
+κ never increases (each rewrite removes a helper or keeps the same lowering; see
+``gramopt.grammar.bnf`` for the lowering). Nullability of references comes from the least
+fixpoint over the rules; the rewrites preserve every rule's language, so it stays true.
+Idempotent.
+"""
+
+from __future__ import annotations
+
+from ...grammar import Alt, Epsilon, Expr, Grammar, Repeat, Seq, alt, seq, transform
+from .common import map_bodies, nullable_expr, nullable_rules
+
+
+def power(e: Expr) -> tuple[Expr, int, int | None]:
+    """``e`` as (base, min, max): a repetition is its bounds, any other item x is x{1,1}."""
+    if isinstance(e, Repeat):
+        return e.item, e.min, e.max
+    return e, 1, 1
+
+
+def _under_star(item: Expr) -> Expr:
+    """An alternation repeated without bound, its ε members dropped and ``y?`` members
+    unwrapped: (M ∪ {ε})* = M*."""
+    if not isinstance(item, Alt):
+        return item
+    members = [m.item if isinstance(m, Repeat) and (m.min, m.max) == (0, 1) else m
+               for m in item.items if not isinstance(m, Epsilon)]
+    return alt(*dict.fromkeys(members)) if members else Epsilon()
+
+
+def canonical_repeat(e: Repeat, nullable: set[str]) -> Expr:
+    """``e`` rewritten by the bound and nesting identities of the module docstring."""
+    x, lo, hi = e.item, e.min, e.max
+    if hi is None:
+        starred = _under_star(x)
+        if starred != x:  # x had an ε or y? member, so x{lo,} = x* = starred*
+            x, lo = starred, 0
+    if isinstance(x, Epsilon) or hi == 0:
+        return Epsilon()
+    if isinstance(x, Repeat):
+        a, b = x.min, x.max
+        if (a, b) == (0, None):
+            return x
+        if (a, b) == (1, None) and lo <= 1:
+            return canonical_repeat(Repeat(x.item, lo, None), nullable)
+        if (a, b) == (0, 1) and hi in (1, None):
+            return canonical_repeat(Repeat(x.item, 0, hi), nullable)
+    if nullable_expr(x, nullable):
+        lo = 0 if hi is None else hi
+    if (lo, hi) == (1, 1):
+        return x
+    return Repeat(x, lo, hi)
+
+
+def _merge(left: Expr, right: Expr, nullable: set[str]) -> Expr | None:
+    """One repetition for two adjacent powers of the same base (at least one a Repeat)."""
+    if not (isinstance(left, Repeat) or isinstance(right, Repeat)):
+        return None
+    (x, a, b), (y, c, d) = power(left), power(right)
+    if x != y:
+        return None
+    hi = None if b is None or d is None else b + d
+    return canonical_repeat(Repeat(x, a + c, hi), nullable)
+
+
+def _absorb(items: list[Expr], i: int, nullable: set[str]) -> list[Expr] | None:
+    """Items with the repetition at ``i`` of a sequence u1…uk absorbing a copy of u1…uk
+    written just before or just after it; None when there is none."""
+    rep = items[i]
+    if not (isinstance(rep, Repeat) and isinstance(rep.item, Seq)):
+        return None
+    unit = list(rep.item.items)
+    k = len(unit)
+    grown = canonical_repeat(Repeat(rep.item, rep.min + 1, None if rep.max is None else rep.max + 1),
+                             nullable)
+    if i >= k and items[i - k:i] == unit:
+        return items[:i - k] + [grown] + items[i + 1:]
+    if items[i + 1:i + 1 + k] == unit:
+        return items[:i] + [grown] + items[i + 1 + k:]
+    return None
+
+
+def merge_powers(e: Seq, nullable: set[str]) -> Expr:
+    """``e`` with adjacent powers of one base merged into one repetition, to a fixpoint."""
+    items = list(e.items)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(items)):
+            merged = _merge(items[i], items[i + 1], nullable) if i + 1 < len(items) else None
+            if merged is not None:
+                items[i:i + 2] = list(seq(merged).items) if isinstance(seq(merged), Seq) else [merged]
+                items = [m for m in items if not isinstance(m, Epsilon)]
+                changed = True
+                break
+            absorbed = _absorb(items, i, nullable)
+            if absorbed is not None:
+                items = absorbed
+                changed = True
+                break
+    return seq(*items)
+
+
+def _node(e: Expr, nullable: set[str]) -> Expr:
+    if isinstance(e, Repeat):
+        return canonical_repeat(e, nullable)
+    if isinstance(e, Seq):
+        return merge_powers(e, nullable)
+    return e
+
+
+def canonicalize_repetition(grammar: Grammar) -> Grammar:
+    """Apply the repetition identities of the module docstring to every rule body."""
+    nullable = nullable_rules(grammar)
+    return map_bodies(grammar, lambda body: transform(body, lambda e: _node(e, nullable)))
