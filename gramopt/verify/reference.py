@@ -1,0 +1,237 @@
+"""The reference recognizer: a small, plain Earley recognizer in pure Python.
+
+    r = Recognizer(grammar)            bytes for GBNF/EBNF; atom ids for Lark (r.atoms)
+    r.accepts(data)  r.is_viable_prefix(data)  r.next_bytes(data)
+    s = r.initial(); s = r.advance(s, x)  (None = dead); r.state_accepts(s); r.state_next_bytes(s)
+
+It runs over ``symbols.compile_grammar``'s pruned integer BNF, where every nonterminal is
+productive and reachable; hence an Earley set is non-empty exactly when its input is a
+viable prefix, and the terminals after the dots of a set are exactly the viable next
+symbols (each item lies on a path to a sentence).
+
+The algorithm is Earley's, with Aycock–Horspool's fix for ε: when predicting a nullable
+nonterminal B from ``A → α • B β``, also add ``A → α B • β``. That makes one pass over a
+worklist per set sufficient with nullable rules; left recursion, ambiguity and cycles
+(``A → A``) need nothing special because a set is a set.
+
+States are Earley sets, immutable and hash-consed, so that prefixes with the same future
+share one state (``advance`` is then memoized per (state, symbol class), and a lockstep
+search over two recognizers may skip a pair of states it has met before). Three choices
+make a set's identity depend only on its future, none of which changes what is accepted:
+
+  * an item is ``(suffix, origin)``: the dotted production is kept only as its left-hand
+    side and the symbols after the dot (``A → a • B`` and ``A → b • B`` behave alike), and
+    the origin is the *set* the item started in (``None``: this set), not a position;
+  * completed items are not kept: completion happens while the set is built, and after
+    that only the sets' ``accepting`` flag (``S' → S •`` was completed) is read;
+  * Leo's right-recursion collapse (``leo=True``): an item ``A → • B`` (one symbol left)
+    whose origin set o has exactly one item waiting on A, ``X → • A`` from origin o',
+    becomes ``X → • B`` from o' (applied transitively) — completing B then completes X at
+    o' either way, and the intermediate completed items are the ones not kept anyway.
+    Right-recursive grammars then reach finitely many states.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from ..grammar import Grammar
+from .symbols import Compiled, compile_grammar, symbol_classes
+
+Item = tuple  # (suffix id, origin: State | None)
+
+
+class Suffixes:
+    """Dotted productions up to what matters for the future: ``(lhs, symbols after the
+    dot)`` ↦ id, with ``lhs[k]``, ``head[k]`` (the symbol after the dot, None when
+    complete) and ``rest[k]`` (the id once the dot has moved past ``head[k]``)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[int, tuple[int, ...]], int] = {}
+        self.lhs: list[int] = []
+        self.head: list[int | None] = []
+        self.rest: list[int] = []
+
+    def id(self, lhs: int, tail: tuple[int, ...]) -> int:
+        key = (lhs, tail)
+        k = self.ids.get(key)
+        if k is None:
+            rest = self.id(lhs, tail[1:]) if tail else -1
+            k = self.ids[key] = len(self.lhs)
+            self.lhs.append(lhs)
+            self.head.append(tail[0] if tail else None)
+            self.rest.append(rest)
+        return k
+
+
+class State:
+    """One Earley set without its completed items. ``items`` (frozenset of
+    ``(suffix, origin)``), ``waiting[B]`` the items with nonterminal B after the dot,
+    ``scans`` the items with a terminal after the dot as ``(terminal, suffix, origin)``,
+    ``leo[A]`` the collapse target ``(X, origin)`` for items ``A → • B`` from this set.
+    Never mutated after construction, except for the memo ``_next``."""
+
+    __slots__ = ("items", "waiting", "scans", "accepting", "next_symbols", "leo", "_next")
+
+    def __init__(self, items: frozenset, waiting: dict, scans: tuple, accepting: bool,
+                 next_symbols: frozenset[int], leo: dict):
+        self.items = items
+        self.waiting = waiting
+        self.scans = scans
+        self.accepting = accepting
+        self.next_symbols = next_symbols
+        self.leo = leo
+        self._next: dict[int, State | None] = {}
+
+    @property
+    def viable(self) -> bool:
+        return bool(self.items) or self.accepting
+
+    def __repr__(self) -> str:
+        return f"<State {len(self.items)} items{' accepting' if self.accepting else ''}>"
+
+
+class Recognizer:
+    """Earley recognizer of ``grammar`` (see the module docstring). For a Lark grammar the
+    input is a sequence of atom ids, ``atoms[i]`` being atom i; pass ``atoms`` to extend a
+    shared table (two grammars compared symbol by symbol)."""
+
+    def __init__(self, grammar: Grammar | Compiled, atoms: tuple | None = None, leo: bool = True):
+        self.g = grammar if isinstance(grammar, Compiled) else compile_grammar(grammar, atoms)
+        self.atoms = self.g.atoms
+        self.alphabet = self.g.alphabet
+        self.leo = leo
+        self.class_of, _ = symbol_classes(self.alphabet, self.g.terms)
+        self.suffixes = Suffixes()
+        self.first = tuple(self.suffixes.id(self.g.lhs[p], r) for p, r in enumerate(self.g.rhs))
+        self.predict = tuple(tuple(self.first[p] for p in ps) for ps in self.g.by_lhs)
+        self._interned: dict[tuple, State] = {}
+        self._initial = self._close(((self.first[0], None),) if self.g.by_lhs[0] else ())
+
+    # ------------------------------------------------------------ incremental
+    def initial(self) -> State:
+        """The set before any input; ``initial().viable`` is False for the empty language."""
+        return self._initial
+
+    def advance(self, state: State, x: int) -> State | None:
+        """The set after reading symbol ``x``, or None when the prefix dies."""
+        if not 0 <= x < self.alphabet:
+            return None
+        c = self.class_of[x]
+        memo = state._next
+        if c not in memo:
+            terms, rest = self.g.terms, self.suffixes.rest
+            kernel = tuple(self._item(rest[k], state if o is None else o)
+                           for t, k, o in state.scans if x in terms[t])
+            memo[c] = self._close(kernel) if kernel else None
+        return memo[c]
+    def state_accepts(self, state: State | None) -> bool:
+        return state is not None and state.accepting
+
+    def state_next_bytes(self, state: State | None) -> frozenset[int]:
+        """Symbols x such that advancing by x keeps a viable prefix."""
+        return frozenset() if state is None else state.next_symbols
+
+    state_next_symbols = state_next_bytes
+
+    def run(self, data: Iterable[int]) -> State | None:
+        """The set after ``data``, or None once dead."""
+        s: State | None = self._initial
+        if not s.viable:
+            return None
+        for x in data:
+            s = self.advance(s, x)
+            if s is None:
+                return None
+        return s
+
+    # ------------------------------------------------------------ whole inputs
+    def accepts(self, data: bytes | Sequence[int]) -> bool:
+        return self.state_accepts(self.run(data))
+
+    def is_viable_prefix(self, data: bytes | Sequence[int]) -> bool:
+        return self.run(data) is not None
+
+    def next_bytes(self, data: bytes | Sequence[int]) -> frozenset[int]:
+        return self.state_next_bytes(self.run(data))
+
+    next_symbols = next_bytes
+
+    @property
+    def states_built(self) -> int:
+        return len(self._interned)
+
+    # ------------------------------------------------------------ one Earley set
+    def _close(self, kernel: Iterable[Item]) -> State:
+        """The Earley set generated by ``kernel`` (scanned items; origins are earlier sets):
+        predict, complete, and Aycock–Horspool nullable skip, to a fixpoint."""
+        sf, nullable, predict = self.suffixes, self.g.nullable, self.predict
+        lhs, head, rest = sf.lhs, sf.head, sf.rest
+        items: dict[Item, None] = {}
+        done: set[Item] = set()
+        waiting: dict[int, list[Item]] = {}
+        scans: list[tuple] = []
+        accepting = False
+        agenda = list(kernel)
+        agenda.reverse()
+        while agenda:
+            item = agenda.pop()
+            if item in items or item in done:
+                continue
+            k, o = item
+            s = head[k]
+            if s is None:  # complete lhs[k] over [origin, here]
+                done.add(item)
+                a = lhs[k]
+                if a == 0:
+                    accepting = True
+                if o is None:  # an ε-completion here: A-H already advanced later waiters
+                    agenda.extend(self._item(rest[q], o2) for q, o2 in waiting.get(a, ()))
+                else:
+                    agenda.extend(self._item(rest[q], o if o2 is None else o2)
+                                  for q, o2 in o.waiting.get(a, ()))
+                continue
+            items[item] = None
+            if s < 0:
+                scans.append((~s, k, o))
+                continue
+            if s not in waiting:
+                waiting[s] = []
+                agenda.extend((q, None) for q in reversed(predict[s]))
+            waiting[s].append(item)
+            if nullable[s]:
+                agenda.append(self._item(rest[k], o))
+        key = (frozenset(items), accepting)
+        state = self._interned.get(key)
+        if state is None:
+            terms = self.g.terms
+            nxt = frozenset().union(*(terms[t] for t in {sc[0] for sc in scans}))
+            waiting_t = {a: tuple(w) for a, w in waiting.items()}
+            state = State(key[0], waiting_t, tuple(scans), accepting, nxt, {})
+            state.leo.update(self._leo_targets(state))
+            self._interned[key] = state
+        return state
+
+    def _item(self, k: int, o: State | None) -> Item:
+        """Item ``(k, o)`` after Leo's collapse (module docstring), when enabled."""
+        if self.leo and o is not None:
+            sf = self.suffixes
+            r = sf.rest[k]
+            if r >= 0 and sf.head[r] is None and sf.lhs[k] in o.leo:
+                x, o2 = o.leo[sf.lhs[k]]
+                return sf.id(x, (sf.head[k],)), o2
+        return k, o
+
+    def _leo_targets(self, state: State) -> dict[int, tuple[int, State]]:
+        """A ↦ (X, o'): the single item waiting on A in ``state`` is ``X → • A`` from an
+        earlier set o' (followed through o' transitively; origins strictly decrease, so
+        a chain is finite)."""
+        sf = self.suffixes
+        out = {}
+        for a, w in state.waiting.items():
+            if len(w) == 1:
+                q, o2 = w[0]
+                if o2 is not None and sf.head[sf.rest[q]] is None:
+                    x = sf.lhs[q]
+                    out[a] = o2.leo.get(x, (x, o2))
+        return out

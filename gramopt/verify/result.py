@@ -1,0 +1,109 @@
+"""What a check is given (``Bounds``) and what it returns (``VerifyResult``, ``Counterexample``).
+
+A counterexample is always a real difference: its verdicts were computed by the
+reference recognizer of each grammar. ``ok=True`` means no difference was found within
+what ``stats`` says was covered; only a method that reports ``exact: True`` proves
+equality.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .symbols import atom_text
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Bounds of the checks.
+
+    max_len       every string up to this length over the alphabet's classes is compared
+    min_prefixes  ... and the search goes on, level by level, until at least this many
+                  prefixes were compared (whichever bound is met last), unless
+    seconds       the time budget of the enumeration runs out (reported, never silent)
+    derivations   random sentences derived from each grammar, checked in the other
+    max_depth     derivation depth after which derivations take shortest completions
+    max_dfa_states  subset-construction cap of the exact (regular) check
+    exact_seconds   time budget of the exact check
+    seed          random derivations are reproducible
+    """
+
+    max_len: int = 6
+    min_prefixes: int = 20_000
+    seconds: float = 1.0
+    derivations: int = 200
+    max_depth: int = 24
+    max_dfa_states: int = 20_000
+    exact_seconds: float = 1.0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """An input on which the two grammars differ.
+
+    kind "string": ``data`` is a sentence of one grammar and not of the other;
+    kind "prefix": ``data`` is a viable prefix of one and not of the other.
+    ``in_original`` / ``in_candidate`` say which. ``data`` is bytes, or a tuple of atom
+    ids for Lark grammars (``atoms`` then names them).
+    """
+
+    data: bytes | tuple
+    kind: str
+    in_original: bool
+    in_candidate: bool
+    method: str
+    atoms: tuple | None = field(default=None, compare=False)
+
+    def text(self) -> str:
+        if isinstance(self.data, bytes):
+            return _bytes_text(self.data)
+        names = [atom_text(self.atoms[x]) if self.atoms else str(x) for x in self.data]
+        return "⟨" + " ".join(names) + "⟩"
+
+    def __str__(self) -> str:
+        what = "sentence" if self.kind == "string" else "viable prefix"
+        has = "original" if self.in_original else "candidate"
+        lacks = "candidate" if self.in_original else "original"
+        return (f"{self.text()} is a {what} of the {has} grammar but not of the {lacks} "
+                f"(found by {self.method}, length {len(self.data)})")
+
+
+def _bytes_text(data: bytes) -> str:
+    """Python-style quoted text, with bytes that are not printable UTF-8 as \\xNN."""
+    out = []
+    i = 0
+    while i < len(data):
+        for n in (1, 2, 3, 4):
+            try:
+                ch = data[i:i + n].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            out.append(ch if ch.isprintable() and ch not in '"\\' else
+                       ch.encode("unicode_escape").decode("ascii") if ch != '"' else '\\"')
+            i += n
+            break
+        else:
+            out.append(f"\\x{data[i]:02x}")
+            i += 1
+    return '"' + "".join(out) + '"'
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """``ok``: no difference found. ``stats[method]`` says what each method covered."""
+
+    ok: bool
+    counterexample: Counterexample | None
+    stats: dict
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        head = "equivalent" if self.ok else f"DIFFERENT: {self.counterexample}"
+        if self.ok and any(isinstance(s, dict) and s.get("exact") for s in self.stats.values()):
+            head = "equivalent (proved exactly)"
+        elif self.ok:
+            head = "no difference found within the bounds"
+        return head
