@@ -51,37 +51,40 @@ def enumerate_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
     if not sa.viable:
         stats.update(exact=True, bound_met=True, complete_len=bounds.max_len)
         return done()
-    seen = {(sa, sb)}
-    level = [((), sa, sb)]
+    seen: set = set()
+    level = [((), None, None, None)]  # (prefix, parent states, last symbol): advanced lazily
     depth = 0
-    while level:
+    while level and depth <= bounds.max_prefix_len:
         nxt = []
-        for prefix, sa, sb in level:
+        for prefix, pa, pb, x in level:
             if time.perf_counter() > deadline:
                 stats["timed_out"] = True
-                return done()
+                break
+            if pa is not None:
+                sa, sb = a.advance(pa, x), b.advance(pb, x)
+            if (sa, sb) in seen:
+                continue
+            seen.add((sa, sb))
             stats["prefixes"] += 1
             if sa.accepting != sb.accepting:
                 return done(Counterexample(_data(a, prefix), "string", sa.accepting, sb.accepting,
                                            METHOD, a.atoms))
             na, nb = sa.next_symbols, sb.next_symbols
             if na != nb:
-                x = min(na ^ nb)
-                return done(Counterexample(_data(a, prefix + (x,)), "prefix", x in na, x in nb,
+                y = min(na ^ nb)
+                return done(Counterexample(_data(a, prefix + (y,)), "prefix", y in na, y in nb,
                                            METHOD, a.atoms))
-            for x in reps:
-                if x in na:
-                    pair = (a.advance(sa, x), b.advance(sb, x))
-                    if pair not in seen:
-                        seen.add(pair)
-                        nxt.append((prefix + (x,), *pair))
+            nxt.extend((prefix + (y,), sa, sb, y) for y in reps if y in na)
+        if stats["timed_out"]:
+            break
         stats["complete_len"] = depth
         depth += 1
         level = nxt
         if depth > bounds.max_len and stats["prefixes"] >= bounds.min_prefixes:
-            stats["bound_met"] = True
-            return done()
-    stats.update(exact=True, bound_met=True)
+            break
+    stats["exact"] = not level and not stats["timed_out"]
+    stats["bound_met"] = stats["exact"] or stats["complete_len"] >= bounds.max_len or \
+        stats["prefixes"] >= bounds.min_prefixes
     return done()
 
 

@@ -19,8 +19,10 @@ class Bounds:
 
     max_len       every string up to this length over the alphabet's classes is compared
     min_prefixes  ... and the search goes on, level by level, until at least this many
-                  prefixes were compared (whichever bound is met last), unless
-    seconds       the time budget of the enumeration runs out (reported, never silent)
+                  prefixes were compared too, unless
+    seconds       the time budget of the enumeration runs out first (reported: the bound
+                  counts as met when either of the two above was reached)
+    max_prefix_len  no prefix longer than this is enumerated
     derivations   random sentences derived from each grammar, checked in the other
     max_depth     derivation depth after which derivations take shortest completions
     max_dfa_states  subset-construction cap of the exact (regular) check
@@ -30,7 +32,8 @@ class Bounds:
 
     max_len: int = 6
     min_prefixes: int = 20_000
-    seconds: float = 1.0
+    seconds: float = 0.6
+    max_prefix_len: int = 256
     derivations: int = 200
     max_depth: int = 24
     max_dfa_states: int = 20_000
