@@ -1,0 +1,684 @@
+"""GBNF (llama.cpp) and xgrammar EBNF: reader and writer.
+
+    parse_ebnf(text, dialect="ebnf") -> Grammar     dialect "gbnf" or "ebnf"
+    write_ebnf(grammar, dialect="ebnf") -> str
+    with_root_start(grammar) -> Grammar             start rule renamed to ``root``
+
+The two dialects share one syntax; xgrammar's EBNF is the superset::
+
+    grammar  := rule*                       a rule name starts a line; the start rule is `root`
+    rule     := NAME "::=" alts ["(=" alts ")"]       lookahead assertion: EBNF only
+    alts     := seq ("|" seq)*              an empty seq is ε (llama.cpp's `a ::= | "x"`)
+    seq      := postfix*
+    postfix  := atom ("*" | "+" | "?" | "{" m "}" | "{" m ",}" | "{" m "," n "}")*
+    atom     := STRING | CLASS | "." | NAME | "(" alts ")"
+
+Differences, each following the dialect's own engine (llama.cpp ``src/llama-grammar.cpp``,
+xgrammar ``cpp/grammar_parser.cc``):
+
+    construct       gbnf (llama.cpp)                ebnf (xgrammar)
+    -------------   ------------------------------  -------------------------------------
+    rule names      [A-Za-z0-9_-]+                  also "." inside a name (``a.b``)
+    \\x escape       exactly 2 hex digits            1 or more hex digits, greedy
+    {m,-1}          error                           unbounded, as {m,}
+    (= ...)         error                           lookahead assertion ending a rule
+
+Escapes denote code points (a literal's language is their UTF-8 bytes): \\n \\r \\t \\\\ \\" \\'
+\\[ \\] \\? \\/ \\a \\b \\f \\v \\e \\0 \\xN.. \\uNNNN \\UNNNNNNNN, and inside a class also
+\\^ \\$ \\. \\* \\+ \\( \\) \\{ \\} \\| \\-. A bare ``.`` is any code point. ``""`` and ``()`` are ε.
+
+The reader raises only ``GrammarError`` with a 1-based position, never recurses deeper than
+``MAX_NESTING`` parentheses, and keeps rule order, each rule's comments (``Rule.comment``:
+the comment lines above it and its inline comments) and the file's header comment block
+(``Grammar.header``: the comments above the first rule when a blank line separates them).
+
+The writer prints what llama.cpp, xgrammar 0.2.8 and llguidance 1.9.1 all load: ε as ``""``
+(xgrammar rejects a bare empty alternative), ``\\xNN`` for control characters (a hex digit
+right after one is escaped too, since xgrammar's ``\\x`` is greedy), ``\\uNNNN`` only from
+U+1000 up (llguidance drops leading zeros of \\u and \\U escapes and then fails), and raw
+UTF-8 for everything else, so it never prints ``\\U``, ``\\0``, ``\\[`` in a string or ``\\-``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, replace
+from typing import Iterable
+
+from ..grammar import (Alt, CharClass, Epsilon, Expr, Grammar, GrammarError, Literal, Ref, Regex,
+                       Repeat, Rule, Seq, SourcePos, Terminal, alt, rename_refs, seq)
+
+DIALECTS = ("gbnf", "ebnf")
+START = "root"
+MAX_NESTING = 100  # parentheses inside one rule; deeper input is rejected, never a RecursionError
+MAX_DEPTH = 200  # expression depth of one rule (parentheses and stacked quantifiers)
+MAX_BOUND = 2**31 - 1  # xgrammar stores repetition bounds as int32
+
+_NAMES = {"gbnf": "GBNF", "ebnf": "xgrammar EBNF"}
+# xgrammar turns these identifiers into macros or booleans; a rule cannot be called so there.
+_XGRAMMAR_RESERVED = frozenset({"TagDispatch", "Token", "ExcludeToken", "TokenTagDispatch",
+                                "Regex", "Substring", "true", "false"})
+
+_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"', "'": "'", "[": "[",
+                   "]": "]", "?": "?", "/": "/", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
+                   "e": "\x1b", "0": "\0"}
+_CLASS_ESCAPES = frozenset("^$.*+(){}|-")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_NAME_CHARS = {"gbnf": frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")}
+_NAME_CHARS["ebnf"] = _NAME_CHARS["gbnf"] | {"."}
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+# ================================================================ source text
+
+
+class Source:
+    """Text with 1-based (line, column) lookup; lines end at \\n, \\r\\n or \\r."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+
+    def line(self, i: int) -> int:
+        return bisect.bisect_right(self.starts, i)
+
+    def pos(self, i: int) -> SourcePos:
+        line = self.line(i)
+        return SourcePos(line, i - self.starts[line - 1] + 1)
+
+    def error(self, message: str, i: int) -> GrammarError:
+        return GrammarError(message, self.pos(min(i, len(self.text))))
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    line: int
+    text: str  # without the comment marker and one following space
+    inline: bool  # a token precedes it on its line
+
+
+def comment_text(raw: str) -> str:
+    """``# note`` → ``note``: the marker, one space after it and trailing blanks removed."""
+    body = raw[1:] if raw.startswith("#") else raw[2:] if raw.startswith("//") else raw
+    return (body[1:] if body.startswith(" ") else body).rstrip()
+
+
+def attach_comments(comments: list[Comment], spans: list[tuple[int, int]]) -> tuple[str, list[str]]:
+    """Distribute comments over rules whose source lines are ``spans`` (first, last).
+
+    A comment inside a rule's span, or after the previous rule and before this one, belongs
+    to the rule (comments after the last rule go to the last rule). Comments above the first
+    rule are the file's header, except for the block directly above it (no blank line
+    between), which is the first rule's own. Returns (header, per-rule comment texts).
+    """
+    per_rule: list[list[str]] = [[] for _ in spans]
+    header: list[str] = []
+    before_first: list[Comment] = []
+    firsts = [s[0] for s in spans]
+    for c in comments:
+        if not spans:
+            header.append(c.text)
+            continue
+        k = bisect.bisect_right(firsts, c.line) - 1  # last rule starting at or before the line
+        if k < 0:
+            before_first.append(c)
+        elif c.line <= spans[k][1] or k == len(spans) - 1:
+            per_rule[k].append(c.text)
+        else:
+            per_rule[k + 1].append(c.text)
+    own = len(before_first)
+    expected = firsts[0] - 1 if spans else 0
+    while own > 0 and before_first[own - 1].line == expected:
+        own -= 1
+        expected -= 1
+    header.extend(c.text for c in before_first[:own])
+    if spans:
+        per_rule[0][:0] = [c.text for c in before_first[own:]]
+    return "\n".join(header), ["\n".join(lines) for lines in per_rule]
+
+
+# ================================================================ tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """kind: name ::= string class dot ( (= ) | * + ? {} eof. ``value``: the name, the literal
+    text, the CharClass or the (min, max) bounds. ``at``: offset in the source."""
+
+    kind: str
+    value: object
+    at: int
+    first_on_line: bool
+
+
+class _Lexer:
+    def __init__(self, src: Source, dialect: str):
+        self.src, self.text, self.dialect = src, src.text, dialect
+        self.name_chars = _NAME_CHARS[dialect]
+        self.tokens: list[Token] = []
+        self.comments: list[Comment] = []
+        self.last_line = 0
+
+    def run(self) -> tuple[list[Token], list[Comment]]:
+        text, n, i = self.text, len(self.text), 0
+        while i < n:
+            c = text[i]
+            if c in " \t\r\n":
+                i += 1
+            elif c == "#":
+                j = i
+                while j < n and text[j] not in "\r\n":
+                    j += 1
+                line = self.src.line(i)
+                self.comments.append(Comment(line, comment_text(text[i:j]), line == self.last_line))
+                i = j
+            elif text.startswith("::=", i):
+                i = self.emit("::=", None, i, i + 3)
+            elif c == '"':
+                i = self.string(i)
+            elif c == "[":
+                i = self.char_class(i)
+            elif c == "{":
+                i = self.bounds(i)
+            elif c == "(":
+                i = self.emit("(=", None, i, i + 2) if text.startswith("(=", i) else self.emit("(", None, i, i + 1)
+            elif c in ")|*+?":
+                i = self.emit(c, None, i, i + 1)
+            elif c in self.name_chars or c == ".":
+                j = i
+                while j < n and text[j] in self.name_chars:
+                    j += 1
+                j = max(j, i + 1)
+                word = text[i:j]
+                i = self.emit("dot", None, i, j) if word == "." else self.emit("name", word, i, j)
+            else:
+                raise self.src.error(f"unexpected character {_show_char(c)}", i)
+        self.emit("eof", None, n, n)
+        return self.tokens, self.comments
+
+    def emit(self, kind: str, value: object, start: int, end: int) -> int:
+        line = self.src.line(start)
+        self.tokens.append(Token(kind, value, start, line != self.last_line))
+        self.last_line = line
+        return end
+
+    # ------------------------------------------------------------ literals
+    def string(self, start: int) -> int:
+        text, n, i = self.text, len(self.text), start + 1
+        out: list[str] = []
+        while True:
+            if i >= n or text[i] in "\r\n":
+                raise self.src.error("unterminated string: missing closing '\"' on this line", start)
+            c = text[i]
+            if c == '"':
+                break
+            if c == "\\":
+                cp, i = self.escape(i, in_class=False)
+                out.append(chr(cp))
+            else:
+                out.append(c)
+                i += 1
+        value = "".join(out)
+        for k, ch in enumerate(value):
+            if 0xD800 <= ord(ch) <= 0xDFFF:
+                raise self.src.error(f"surrogate code point U+{ord(ch):04X} in a string has no "
+                                     "UTF-8 encoding", start)
+        return self.emit("string", value, start, i + 1)
+
+    def char_class(self, start: int) -> int:
+        text, n, i = self.text, len(self.text), start + 1
+        negated = i < n and text[i] == "^"
+        i += negated
+        items: list[tuple[int, int, bool]] = []  # (code point, offset, is an unescaped '-')
+        while True:
+            if i >= n or text[i] in "\r\n":
+                raise self.src.error("unterminated character class: missing ']' on this line", start)
+            c = text[i]
+            if c == "]":
+                break
+            if c == "\\":
+                cp, j = self.escape(i, in_class=True)
+                items.append((cp, i, False))
+                i = j
+            else:
+                items.append((ord(c), i, c == "-"))
+                i += 1
+        ranges: list[tuple[int, int]] = []
+        k = 0
+        while k < len(items):
+            lo, at, _ = items[k]
+            if k + 2 < len(items) and items[k + 1][2]:
+                hi = items[k + 2][0]
+                if lo > hi:
+                    raise self.src.error(f"character range {_show_cp(lo)}-{_show_cp(hi)} is reversed: "
+                                         f"U+{lo:04X} > U+{hi:04X}", at)
+                ranges.append((lo, hi))
+                k += 3
+            else:
+                ranges.append((lo, lo))
+                k += 1
+        return self.emit("class", CharClass(tuple(ranges), negated), start, i + 1)
+
+    def escape(self, i: int, in_class: bool) -> tuple[int, int]:
+        """The code point of the escape at ``text[i] == '\\'`` and the offset after it."""
+        text, n = self.text, len(self.text)
+        e = text[i + 1] if i + 1 < n else ""
+        if e in ("x", "u", "U"):
+            j = i + 2
+            while j < n and text[j] in _HEX and (e != "x" or self.dialect == "ebnf" or j < i + 4):
+                j += 1
+            want = {"x": 2 if self.dialect == "gbnf" else 1, "u": 4, "U": 8}[e]
+            digits = text[i + 2:j][:want] if e != "x" else text[i + 2:j]
+            if len(digits) < want:
+                need = "2" if e == "x" and self.dialect == "gbnf" else "1 or more" if e == "x" else str(want)
+                raise self.src.error(f"bad escape '\\{e}{digits}': expected {need} hex digits", i)
+            if len(digits) > 8 or int(digits, 16) > 0x10FFFF:
+                raise self.src.error(f"escape '\\{e}{digits}' is beyond U+10FFFF", i)
+            return int(digits, 16), i + 2 + len(digits)
+        if e in _SIMPLE_ESCAPES:
+            return ord(_SIMPLE_ESCAPES[e]), i + 2
+        if in_class and e in _CLASS_ESCAPES:
+            return ord(e), i + 2
+        if in_class and e in "dDsSwW":
+            raise self.src.error(f"class escape '\\{e}' is not supported: list the characters", i)
+        if not e or e in "\r\n":
+            raise self.src.error("unterminated escape at the end of the line", i)
+        raise self.src.error(f"bad escape '\\{e}'", i)
+
+    def bounds(self, start: int) -> int:
+        """``{m}``, ``{m,}``, ``{m,n}`` and (EBNF) ``{m,-1}``, spaces allowed inside."""
+        text, n = self.text, len(self.text)
+
+        def skip(i: int) -> int:
+            while i < n and text[i] in " \t\r\n":
+                i += 1
+            return i
+
+        def number(i: int) -> tuple[int, int]:
+            j = i
+            while j < n and text[j].isascii() and text[j].isdigit():
+                j += 1
+            if j == i:
+                got = _show_char(text[i]) if i < n else "end of input"
+                raise self.src.error(f"bad repetition bounds: expected a number, got {got}", i)
+            if j - i > 10 or int(text[i:j]) > MAX_BOUND:
+                raise self.src.error(f"repetition bound {text[i:j]} is too large (at most {MAX_BOUND})", i)
+            return int(text[i:j]), j
+
+        lo, i = number(skip(start + 1))
+        i = skip(i)
+        hi: int | None = lo
+        if i < n and text[i] == ",":
+            i = skip(i + 1)
+            if text.startswith("-1", i) and not (i + 2 < n and text[i + 2].isdigit()):
+                if self.dialect == "gbnf":
+                    raise self.src.error("'{m,-1}' is xgrammar EBNF; GBNF writes an unbounded "
+                                         "repetition as '{m,}'", i)
+                hi, i = None, skip(i + 2)
+            elif i < n and text[i] == "}":
+                hi = None
+            else:
+                hi, i = number(i)
+                i = skip(i)
+        if i >= n or text[i] != "}":
+            got = _show_char(text[i]) if i < n else "end of input"
+            raise self.src.error(f"bad repetition bounds: expected ',' or '}}', got {got}", i)
+        if hi is not None and hi < lo:
+            raise self.src.error(f"bad repetition bounds {{{lo},{hi}}}: the upper bound is below "
+                                 "the lower bound", start)
+        return self.emit("{}", (lo, hi), start, i + 1)
+
+
+def _show_char(c: str) -> str:
+    return f"'{c}'" if c.isprintable() and c != "'" else f"U+{ord(c):04X}"
+
+
+def _show_cp(cp: int) -> str:
+    printable = not 0xD800 <= cp <= 0xDFFF and chr(cp).isprintable()
+    return chr(cp) if printable else f"U+{cp:04X}"
+
+
+# ================================================================ parser
+
+
+class _Parser:
+    """Recursive descent over the token list; nesting is bounded by MAX_NESTING."""
+
+    def __init__(self, src: Source, tokens: list[Token], dialect: str):
+        self.src, self.toks, self.dialect = src, tokens, dialect
+        self.k = 0
+        self.refs: list[tuple[str, int]] = []  # (name, offset) of every reference, in order
+
+    @property
+    def tok(self) -> Token:
+        return self.toks[self.k]
+
+    def error(self, message: str, tok: Token | None = None) -> GrammarError:
+        return self.src.error(message, (tok or self.tok).at)
+
+    def at_rule_start(self) -> bool:
+        return self.tok.kind == "name" and self.toks[self.k + 1].kind == "::="
+
+    def rule(self) -> tuple[Rule, int, int]:
+        """One rule; returns it with the offsets of its name and of its last token."""
+        name = self.tok
+        if name.kind != "name":
+            raise self.error(f"expected a rule name, got {self.describe()}")
+        if self.toks[self.k + 1].kind != "::=":
+            self.k += 1
+            raise self.error(f"expected '::=' after the rule name '{name.value}', got {self.describe()}")
+        if not name.first_on_line:
+            raise self.error(f"rule '{name.value}' must start on a new line", name)
+        self.k += 2
+        body = self.alternatives(0)
+        lookahead = None
+        if self.tok.kind == "(=":
+            lookahead = self.lookahead()
+        if not (self.tok.kind == "eof" or self.at_rule_start()):
+            if self.tok.kind == ")":
+                raise self.error("unmatched ')'")
+            raise self.error(f"a lookahead assertion must end the rule, got {self.describe()}")
+        rule = Rule(str(name.value), body, lookahead, pos=self.src.pos(name.at))
+        if _depth(body) > MAX_DEPTH or (lookahead is not None and _depth(lookahead) > MAX_DEPTH):
+            raise self.error(f"rule '{name.value}' is nested more than {MAX_DEPTH} levels deep", name)
+        return rule, name.at, self.toks[self.k - 1].at
+
+    def lookahead(self) -> Expr:
+        open_ = self.tok
+        if self.dialect == "gbnf":
+            raise self.error("lookahead assertions '(= ...)' are xgrammar EBNF, not GBNF: "
+                             "read the grammar as 'ebnf'")
+        self.k += 1
+        if self.tok.kind == ")":
+            raise self.error("empty lookahead assertion '(= )'")
+        expr = self.alternatives(1)
+        self.close(open_)
+        return expr
+
+    def close(self, open_: Token) -> None:
+        if self.tok.kind != ")":
+            where = self.src.pos(open_.at)
+            raise self.error(f"expected ')' to close the '(' at line {where.line}, column "
+                             f"{where.col}, got {self.describe()}")
+        self.k += 1
+
+    def alternatives(self, depth: int) -> Expr:
+        items = [self.sequence(depth)]
+        while self.tok.kind == "|":
+            self.k += 1
+            items.append(self.sequence(depth))
+        return alt(*items)
+
+    def sequence(self, depth: int) -> Expr:
+        items: list[Expr] = []
+        stop = ("|", ")", "(=", "eof") if depth == 0 else ("|", ")", "eof")
+        while self.tok.kind not in stop and not self.at_rule_start():
+            items.append(self.postfix(depth))
+        return seq(*items)
+
+    def postfix(self, depth: int) -> Expr:
+        expr = self.atom(depth)
+        while self.tok.kind in ("*", "+", "?", "{}"):
+            lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}.get(self.tok.kind) or self.tok.value
+            expr = Repeat(expr, lo, hi)
+            self.k += 1
+        return expr
+
+    def atom(self, depth: int) -> Expr:
+        tok = self.tok
+        if tok.kind == "string":
+            self.k += 1
+            return Literal(tok.value) if tok.value else Epsilon()
+        if tok.kind == "class":
+            self.k += 1
+            return tok.value
+        if tok.kind == "dot":
+            self.k += 1
+            return CharClass((), negated=True)
+        if tok.kind == "name":
+            if self.dialect == "ebnf" and tok.value in _XGRAMMAR_RESERVED and self.toks[self.k + 1].kind == "(":
+                raise self.error(f"xgrammar's macro {tok.value}(...) is not supported by gramopt")
+            self.refs.append((str(tok.value), tok.at))
+            self.k += 1
+            return Ref(str(tok.value))
+        if tok.kind == "(":
+            if depth >= MAX_NESTING:
+                raise self.error(f"parentheses nested more than {MAX_NESTING} levels deep")
+            self.k += 1
+            expr = self.alternatives(depth + 1)
+            self.close(tok)
+            return expr
+        if tok.kind == "(=":
+            raise self.error("a lookahead assertion '(= ...)' may only end a rule body")
+        if tok.kind in ("*", "+", "?", "{}"):
+            raise self.error(f"repetition {self.describe()} must follow an element")
+        raise self.error(f"expected an element, got {self.describe()}")
+
+    def describe(self) -> str:
+        tok = self.tok
+        if tok.kind == "eof":
+            return "end of input"
+        if tok.kind == "name":
+            return f"name '{tok.value}'"
+        return {"string": "a string", "class": "a character class", "dot": "'.'",
+                "{}": "'{...}'"}.get(tok.kind, f"'{tok.kind}'")
+
+
+def _depth(expr: Expr) -> int:
+    best, stack = 0, [(expr, 1)]
+    while stack:
+        node, d = stack.pop()
+        best = max(best, d)
+        stack.extend((c, d + 1) for c in node.children())
+    return best
+
+
+# ================================================================ reading
+
+
+def parse_ebnf(text: str, dialect: str = "ebnf") -> Grammar:
+    """Read GBNF (``dialect="gbnf"``) or xgrammar EBNF (``"ebnf"``). The start rule is
+    ``root``. Raises GrammarError (with a position) on any malformed input."""
+    if dialect not in DIALECTS:
+        raise GrammarError(f"unknown dialect '{dialect}' for the GBNF/EBNF reader")
+    src = Source(text)
+    tokens, comments = _Lexer(src, dialect).run()
+    parser = _Parser(src, tokens, dialect)
+    rules: list[Rule] = []
+    spans: list[tuple[int, int]] = []
+    while parser.tok.kind != "eof":
+        rule, first, last = parser.rule()
+        rules.append(rule)
+        spans.append((src.line(first), src.line(last)))
+    if not rules:
+        raise src.error("empty grammar: no rules", 0)
+    header, notes = attach_comments(comments, spans)
+    rules = [replace(r, comment=c) for r, c in zip(rules, notes)]
+    check_names(rules, parser.refs, src)
+    return Grammar(tuple(rules), START, dialect=dialect, header=header).check()
+
+
+def check_names(rules: list[Rule], refs: Iterable[tuple[str, int]], src: Source) -> None:
+    """Duplicate rules (at the second definition), a missing ``root`` and undefined
+    references (at the reference) as GrammarError."""
+    seen: dict[str, Rule] = {}
+    for r in rules:
+        if r.name in seen:
+            first = seen[r.name].pos
+            raise GrammarError(f"duplicate rule '{r.name}' (first defined at line {first.line})", r.pos)
+        seen[r.name] = r
+    if START not in seen:
+        raise GrammarError(f"no start rule: the grammar must define '{START}'", rules[0].pos)
+    for name, at in refs:
+        if name not in seen:
+            raise src.error(f"undefined rule '{name}'", at)
+
+
+# ================================================================ writing
+
+
+def write_ebnf(grammar: Grammar, dialect: str = "ebnf", *, drop_lookahead: bool = False) -> str:
+    """Print ``grammar`` as GBNF or xgrammar EBNF, one rule per line, start rule ``root``
+    (renamed if needed, see ``with_root_start``), comments kept, minimal parentheses.
+
+    Raises GrammarError for what the dialect cannot express: Lark terminals, regexps and
+    directives; rule names outside the dialect's alphabet; lookahead assertions in GBNF
+    (unless ``drop_lookahead=True``, which widens the language to what the rule matches
+    without its assertion). Lark's tree-shaping rule flags, priorities and aliases do not
+    change the language and are not printed.
+    """
+    if dialect not in DIALECTS:
+        raise GrammarError(f"unknown dialect '{dialect}' for the GBNF/EBNF writer")
+    what = _NAMES[dialect]
+    if grammar.terminals:
+        raise GrammarError(f"Lark terminal definitions (e.g. '{grammar.terminals[0].name}') cannot "
+                           f"be written as {what}")
+    if grammar.directives:
+        raise GrammarError(f"directive %{grammar.directives[0].name} cannot be written as {what}")
+    g = with_root_start(grammar)
+    lines = [*_comment_lines(g.header), ""] if g.header else []
+    for r in g.rules:
+        _check_rule_name(r.name, dialect)
+        lines.extend(_comment_lines(r.comment))
+        text = f"{r.name} ::= {format_expr(r.body, dialect)}"
+        if r.lookahead is not None:
+            if dialect == "gbnf" and not drop_lookahead:
+                raise GrammarError(f"rule '{r.name}' has a lookahead assertion, which GBNF cannot "
+                                   "express: write xgrammar EBNF, or pass drop_lookahead=True", r.pos)
+            if dialect == "ebnf":
+                text += f" (= {format_expr(r.lookahead, dialect)})"
+        lines.append(text)
+    return "\n".join(lines) + "\n"
+
+
+def with_root_start(grammar: Grammar) -> Grammar:
+    """The grammar with its start rule named ``root``, the fixed start of GBNF and xgrammar
+    EBNF: the start rule is renamed (references follow), and a different rule already
+    called ``root`` becomes ``root_1`` (or the first free ``root_N``). Same language."""
+    if grammar.start == START:
+        return grammar
+    mapping = {grammar.start: START}
+    if START in grammar:
+        names = set(grammar.names)
+        n = 1
+        while f"{START}_{n}" in names:
+            n += 1
+        mapping[START] = f"{START}_{n}"
+    rules = tuple(replace(r, name=mapping.get(r.name, r.name), body=rename_refs(r.body, mapping),
+                          lookahead=None if r.lookahead is None else rename_refs(r.lookahead, mapping))
+                  for r in grammar.rules)
+    return replace(grammar, rules=rules, start=START)
+
+
+def _comment_lines(comment: str) -> list[str]:
+    return [f"# {line}" if line else "#" for line in _LINE_BREAK.split(comment)] if comment else []
+
+
+_RULE_NAME = {"gbnf": re.compile(r"[A-Za-z0-9_-]+"), "ebnf": re.compile(r"[A-Za-z_.-][A-Za-z0-9_.-]*")}
+
+
+def _check_rule_name(name: str, dialect: str) -> None:
+    if (not _RULE_NAME[dialect].fullmatch(name) or name == "."
+            or (dialect == "ebnf" and name in _XGRAMMAR_RESERVED)):
+        allowed = ("letters, digits, '_' and '-'" if dialect == "gbnf" else
+                   "letters, digits, '_', '-' and '.', not starting with a digit, and not a "
+                   "macro or boolean name")
+        raise GrammarError(f"rule name '{name}' cannot be written as {_NAMES[dialect]} ({allowed})")
+
+
+def format_expr(expr: Expr, dialect: str = "ebnf") -> str:
+    """One expression in ``dialect`` syntax with minimal parentheses."""
+    return _fmt(expr, 0, dialect)
+
+
+# contexts: 0 = alternative, 1 = item of a sequence, 2 = operand of a repetition suffix
+def _fmt(e: Expr, ctx: int, dialect: str) -> str:
+    if isinstance(e, Alt):
+        s = " | ".join(_fmt(i, 0, dialect) for i in e.items)
+        return f"({s})" if ctx >= 1 else s
+    if isinstance(e, Seq):
+        s = " ".join(_fmt(i, 1, dialect) for i in e.items)
+        return f"({s})" if ctx >= 2 else s
+    if isinstance(e, Repeat):
+        s = _fmt(e.item, 2, dialect) + _suffix(e.min, e.max)
+        return f"({s})" if ctx >= 2 else s  # "a"** is rejected by xgrammar and llguidance
+    if isinstance(e, Epsilon):
+        return '""'
+    if isinstance(e, Literal):
+        return '"' + _escape_units([ord(c) for c in e.text], "string") + '"'
+    if isinstance(e, CharClass):
+        return _fmt_class(e, dialect)
+    if isinstance(e, Ref):
+        return e.name
+    if isinstance(e, (Terminal, Regex)):
+        what = f"terminal '{e.name}'" if isinstance(e, Terminal) else f"regexp /{e.pattern}/"
+        raise GrammarError(f"Lark {what} cannot be written as {_NAMES[dialect]}")
+    raise GrammarError(f"cannot be written as {_NAMES[dialect]}: {type(e).__name__}")
+
+
+def _suffix(lo: int, hi: int | None) -> str:
+    if hi is None:
+        return {0: "*", 1: "+"}.get(lo, f"{{{lo},}}")
+    if (lo, hi) == (0, 1):
+        return "?"
+    return f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
+
+
+def _fmt_class(cc: CharClass, dialect: str) -> str:
+    if not cc.ranges:
+        if cc.negated:  # any code point; xgrammar has no '.', llama.cpp breaks on '[^]'
+            return "." if dialect == "gbnf" else "[^]"
+        if dialect == "gbnf":  # no code point; llama.cpp breaks on '[]'
+            return "[^\\x00-\U0010FFFF]"
+        return "[]"
+    cps: list[int] = []
+    dash = False
+    for lo, hi in cc.ranges:
+        if lo == hi == 0x2D:
+            dash = True  # a lone '-' goes last, where no engine reads it as a range
+        else:
+            cps.extend([lo] if lo == hi else [lo, hi] if hi == lo + 1 else [lo, -1, hi])
+    # a leading '^' would negate the class: write it as \x5E
+    body = _escape_units(cps, "class", hex_first=bool(cps) and cps[0] == 0x5E and not cc.negated)
+    return ("[^" if cc.negated else "[") + body + ("-" if dash else "") + "]"
+
+
+def _escape_units(cps: list[int], where: str, hex_first: bool = False) -> str:
+    """Code points as text inside a string (``where="string"``) or a class (``-1`` = range
+    dash). After an ``\\xNN`` escape a hex digit is escaped too (xgrammar reads ``\\x``
+    greedily), so every engine reads the same code points back."""
+    out: list[str] = []
+    after_hex = False
+    for cp in cps:
+        if cp == -1:
+            out.append("-")
+            after_hex = False
+            continue
+        c = chr(cp)
+        if (after_hex and c in _HEX) or (hex_first and not out):
+            unit = f"\\x{cp:02X}"
+        else:
+            unit = _escape_char(cp, where)
+        out.append(unit)
+        after_hex = unit.startswith("\\x")
+    return "".join(out)
+
+
+def _escape_char(cp: int, where: str) -> str:
+    c = chr(cp)
+    if c == "\\" or c == ('"' if where == "string" else "]"):
+        return "\\" + c
+    if c in "\t\n\r":
+        return {"\t": "\\t", "\n": "\\n", "\r": "\\r"}[c]
+    if cp < 0x20 or 0x7F <= cp <= 0x9F:
+        return f"\\x{cp:02X}"
+    if 0xD800 <= cp <= 0xDFFF:
+        return f"\\u{cp:04X}"
+    if c.isprintable():
+        return c
+    if cp <= 0xFF:
+        return f"\\x{cp:02X}"
+    if 0x1000 <= cp <= 0xFFFF:
+        return f"\\u{cp:04X}"
+    return c  # raw UTF-8: llguidance cannot read \u0NNN or any \U escape
