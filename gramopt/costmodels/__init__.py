@@ -2,5 +2,6 @@
 
 from .kappa import kappa, kappa_of_bnf
 from .sac import sac_trace
+from .sac_proxy import sac_proxy
 
-__all__ = ["kappa", "kappa_of_bnf", "sac_trace"]
+__all__ = ["kappa", "kappa_of_bnf", "sac_trace", "sac_proxy"]

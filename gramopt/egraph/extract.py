@@ -1,0 +1,338 @@
+"""Extraction of a (recursive) grammar from the saturated e-graph.
+
+egglog's extractors return trees; a grammar is a graph. This extractor chooses one e-node
+per needed e-class in a Knuth/Dijkstra fixed-point order and emits rule classes (classes
+with a rule name) as rules and every other class inline.
+
+Well-foundedness by construction
+--------------------------------
+Classes are *finalized* one at a time (rank 0, 1, 2, …); class c may be finalized with
+e-node n only when every child d of n is either
+
+  (a) already finalized (rank(d) < rank(c)), or
+  (b) a *forward reference* in a shrinking position: d is a rule class and n is a
+      sequence in which some other item is non-nullable (for llama.cpp: some item
+      *before* d is non-nullable, which also rules out left recursion).
+
+Claim: the extracted grammar G' has exactly the languages L of the input. L is a fixpoint
+of G' (every chosen node denotes its class's language), so lfp(G') ⊆ L. Conversely show
+s ∈ L(c) ⇒ s ∈ L'(c) by induction on (|s|, rank(c)) lexicographically: s ∈ L(n_c), so s
+splits over n_c's children; an (a)-child gets a piece no longer than s and a smaller rank;
+a (b)-child gets a piece strictly shorter than s, because a sibling consumes at least one
+symbol. Repetitions and unions never take forward references. So every recursion the
+extractor emits is guarded: no new nullable or unguarded cycle, and X ::= X X can never be
+chosen for the class of a* without a base case finalized first.
+
+When an input already has an unguarded cycle (X ::= X w? | Y), some class cannot be
+finalized this way; the extractor then relaxes (b) to any forward reference to a rule
+class and reports ``relaxed`` — the guarantee no longer holds there, and verification is
+what vouches for the output.
+
+Cost (one method, ``NodeCost.cost``): κ of the canonical BNF as a tree cost — a node's
+symbols plus the helper nonterminals its lowering adds (see ``costmodels/kappa.py``) — plus
+λ·SAC-proxy per node, plus target penalties. It is monotone (a node never costs less than
+an anonymous child) except that a use of a rule class costs 1 (a reference; the rule's body
+is paid once, where it is defined); a Dijkstra order over such costs is a heuristic, so one
+improvement sweep in rank order re-chooses nodes whose children keep the rank invariant.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field, replace
+
+from ..costmodels.sac_proxy import W_CONCAT, W_INFIX, W_NULLALT, W_NULLREP
+from ..grammar import Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, refs, rename_refs, seq
+from .lower import ENode, GrammarEGraph, Snapshot
+from .rewrite import nullable_classes
+
+TARGETS = ("generic", "xgrammar", "llguidance", "llama.cpp", "earley")
+
+
+class ExtractionError(Exception):
+    pass
+
+
+@dataclass
+class NodeCost:
+    """cost(node, child_costs) = κ-contribution + λ·SAC + target penalty.
+
+    ``child_costs`` are the *use* costs of the children (1 for a rule class). The result
+    is never below the sum of the child costs (monotone), so anonymous classes are ordered
+    correctly by Dijkstra."""
+
+    lark: bool
+    atoms: list
+    target: str = "generic"
+    lam: float = 1.0
+
+    def cost(self, c: int, n: ENode, child: list[float], forward: list[bool],
+             nullable: set[int], is_rule: bool) -> float:
+        k = n.kind
+        if k == "Tok":
+            a = self.atoms[n.data]
+            base = float(len(a.text)) if isinstance(a, Literal) and not self.lark else 1.0
+        elif k == "Eps":
+            base = 0.0
+        elif k == "Seq":
+            base = sum(child)
+            ch = n.children
+            if len(ch) >= 2 and ch[0] == ch[-1] and (ch[0] == c or forward[0]):
+                base += self.lam * (W_CONCAT if len(ch) == 2 else W_INFIX)
+        elif k == "Alt":
+            base = sum(x + 1 for x in child) + (0.0 if is_rule else 3.0)
+            nn = sum(1 for ch in n.children if ch in nullable)
+            base += self.lam * W_NULLALT * max(0, nn - 1)
+        elif k == "Rep":
+            x = child[0]
+            lo, hi = n.data
+            if hi == -1:
+                base = (max(lo, 1) - 1) * x + (x + 6 if lo == 0 else 2 * x + 6)
+                if n.children[0] in nullable:
+                    base += self.lam * W_NULLREP
+            else:
+                base = lo * x + (hi - lo) * (x + 5)
+        else:
+            raise ValueError(k)
+        if self.target == "llguidance":
+            base += 10.0 * sum(forward)  # keep regular parts regular: recursion only if needed
+        elif self.target == "earley" and forward and forward[-1] and k == "Seq":
+            base += 1.0  # right recursion costs a plain Earley parser Θ(t) per step
+        if is_rule and k != "Alt":
+            base += 1.0
+        return base + (0.5 * sum(forward))  # ties: prefer the form without a new cycle
+
+
+@dataclass
+class Extraction:
+    grammar: Grammar
+    relaxed: bool = False
+    choice: dict[int, ENode] = field(default_factory=dict)
+
+
+class Extractor:
+    """``Extractor(eg, target).extract(roots) -> Extraction``."""
+
+    def __init__(self, eg: GrammarEGraph, target: str = "generic", lam: float = 1.0):
+        if target not in TARGETS:
+            raise ValueError(f"unknown target '{target}' (known: {', '.join(TARGETS)})")
+        self.eg = eg
+        self.snap: Snapshot = eg.snapshot()
+        self.target = target
+        self.costfn = NodeCost(eg.grammar.dialect == "lark", eg.atoms, target, lam)
+        self.nullable = nullable_classes(self.snap)
+
+    # ------------------------------------------------------------ choice
+    def _forwardable(self, n: ENode, i: int, relaxed: bool) -> bool:
+        d = n.children[i]
+        if d not in self.snap.names:
+            return False
+        if relaxed:
+            return True
+        if n.kind != "Seq":
+            return False
+        others = n.children[:i] if self.target == "llama.cpp" else n.children[:i] + n.children[i + 1:]
+        return any(o not in self.nullable for o in others)
+
+    def choose(self) -> tuple[dict[int, ENode], dict[int, float], dict[int, int], bool]:
+        snap = self.snap
+        is_rule = {c: c in snap.names for c in snap.classes}
+        nodes = [(c, n) for c, ns in snap.classes.items() for n in ns if n.kind != "R"]
+        rank: dict[int, int] = {}
+        cost: dict[int, float] = {}
+        choice: dict[int, ENode] = {}
+        heap: list = []
+        relaxed = False
+
+        def use(d: int) -> float:
+            return 1.0 if is_rule[d] else cost[d]
+
+        def node_cost(idx: int) -> float:
+            c, n = nodes[idx]
+            fw = [d not in rank for d in n.children]
+            child = [1.0 if (f or is_rule[d]) else cost[d] for d, f in zip(n.children, fw)]
+            return self.costfn.cost(c, n, child, fw, self.nullable, is_rule[c])
+
+        def setup(relax: bool):
+            pending: list[set[int]] = []
+            waiting: dict[int, list[int]] = {}
+            for idx, (c, n) in enumerate(nodes):
+                need = set()
+                for i, d in enumerate(n.children):
+                    if d not in rank and not self._forwardable(n, i, relax):
+                        need.add(d)
+                # a child both forwardable and needed elsewhere is needed
+                pending.append(need)
+                for d in need:
+                    waiting.setdefault(d, []).append(idx)
+                for d in n.children:
+                    if d not in rank and d not in need:
+                        waiting.setdefault(d, []).append(idx)
+                if not need and c not in rank:
+                    heapq.heappush(heap, (node_cost(idx), c, idx))
+            return pending, waiting
+
+        def drain(pending, waiting):
+            while heap:
+                k, c, idx = heapq.heappop(heap)
+                if c in rank:
+                    continue
+                if pending[idx]:
+                    continue
+                now = node_cost(idx)
+                if abs(now - k) > 1e-9:  # a forward child was finalized meanwhile
+                    heapq.heappush(heap, (now, c, idx))
+                    continue
+                rank[c] = len(rank)
+                cost[c] = k
+                choice[c] = nodes[idx][1]
+                for j in waiting.get(c, ()):
+                    pc = nodes[j][0]
+                    if pc in rank:
+                        continue
+                    pending[j].discard(c)
+                    if not pending[j]:
+                        heapq.heappush(heap, (node_cost(j), pc, j))
+
+        drain(*setup(False))
+        if len(rank) < len(snap.classes):
+            needed = self._needed(choice)
+            if any(c not in rank for c in needed) or any(c not in rank for c in self._roots()):
+                relaxed = True
+                drain(*setup(True))
+
+        # improvement sweep: keep the rank invariant, lower the cost
+        by_class: dict[int, list[ENode]] = {}
+        for c, n in nodes:
+            by_class.setdefault(c, []).append(n)
+        for c in sorted(rank, key=rank.get):
+            best, best_n = cost[c], choice[c]
+            for n in by_class.get(c, ()):
+                ok = all(d in rank and (rank[d] < rank[c] or self._forwardable(n, i, relaxed))
+                         for i, d in enumerate(n.children))
+                if not ok:
+                    continue
+                fw = [rank[d] >= rank[c] for d in n.children]
+                child = [1.0 if (f or is_rule[d]) else cost[d] for d, f in zip(n.children, fw)]
+                k = self.costfn.cost(c, n, child, fw, self.nullable, is_rule[c])
+                if k < best - 1e-9:
+                    best, best_n = k, n
+            cost[c], choice[c] = best, best_n
+        return choice, cost, rank, relaxed
+
+    def _roots(self) -> list[int]:
+        g = self.eg.grammar
+        names = [g.start] + [a for d in g.directives for a in d.args if a in self.snap.of_name]
+        return [self.snap.of_name[n] for n in dict.fromkeys(names) if n in self.snap.of_name]
+
+    def _needed(self, choice: dict[int, ENode]) -> list[int]:
+        seen: dict[int, None] = {}
+        stack = list(reversed(self._roots()))
+        while stack:
+            c = stack.pop()
+            if c in seen:
+                continue
+            seen[c] = None
+            n = choice.get(c)
+            if n is not None:
+                stack.extend(reversed(n.children))
+        return list(seen)
+
+    # ------------------------------------------------------------ emission
+    def _name_shared(self, choice, cost, name_of) -> None:
+        """Give a rule name to an anonymous class used in several places when κ says a
+        rule is cheaper than the copies (u uses: u·c inline against the definition + 2
+        entry/exit states + u references), by a margin, so that clean grammars keep their
+        shape. Naming changes no language: a reference and the inlined copy are one class."""
+        needed = self._needed(choice)
+        uses: dict[int, int] = {}
+        parent: dict[int, int] = {}
+        for c in needed:
+            for d in choice[c].children:
+                if d not in name_of:
+                    uses[d] = uses.get(d, 0) + 1
+                    parent.setdefault(d, c)
+        taken = set(self.snap.of_name)
+        for d in needed:
+            u = uses.get(d, 0)
+            if u < 2 or d in name_of:
+                continue
+            kind = choice[d].kind
+            if kind in ("Tok", "Eps"):
+                continue
+            defn = cost[d] - 3 if kind == "Alt" else cost[d] + 1
+            if u * cost[d] - (defn + 2 + u) < 6:
+                continue
+            p = parent[d]
+            while p not in name_of and p in parent:
+                p = parent[p]
+            base = name_of.get(p, self.eg.grammar.start)
+            k = 1
+            while f"{base}_{k}" in taken:
+                k += 1
+            name_of[d] = f"{base}_{k}"
+            taken.add(name_of[d])
+
+    def extract(self) -> Extraction:
+        choice, cost, rank, relaxed = self.choose()
+        g = self.eg.grammar
+        snap = self.snap
+        missing = [c for c in self._needed(choice) if c not in choice]
+        if missing:
+            raise ExtractionError(f"{len(missing)} needed e-classes have no well-founded form")
+        name_of: dict[int, str] = {}
+        for c, names in snap.names.items():
+            name_of[c] = g.start if g.start in names else names[0]
+        self._name_shared(choice, cost, name_of)
+        memo: dict[int, Expr] = {}
+
+        def expr(c: int, top: bool = False) -> Expr:
+            if not top and c in name_of:
+                return Ref(name_of[c])
+            if not top and c in memo:
+                return memo[c]
+            n = choice[c]
+            if n.kind == "Tok":
+                e = self.eg.atoms[n.data]
+            elif n.kind == "Eps":
+                e = Epsilon()
+            elif n.kind == "Seq":
+                e = seq(*(expr(d) for d in n.children))
+            elif n.kind == "Alt":
+                e = alt(*(expr(d) for d in n.children))
+            else:
+                lo, hi = n.data
+                e = Repeat(expr(n.children[0]), lo, None if hi == -1 else hi)
+            if not top:
+                memo[c] = e
+            return e
+
+        old = g.rule_map
+        emitted: dict[str, Rule] = {}
+        queue = self._needed(choice)
+        done: set[int] = set()
+        while queue:
+            c = queue.pop(0)
+            if c in done or c not in name_of:
+                continue
+            done.add(c)
+            name = name_of[c]
+            body = expr(c, top=True)
+            if name in old:
+                r = old[name]
+                keep_aliases = r.aliases if body == r.body else ()
+                rule = replace(r, body=body, aliases=keep_aliases)
+            else:
+                rule = Rule(name, body)
+            emitted[name] = rule
+            for nm in refs(body) + (refs(rule.lookahead) if rule.lookahead is not None else []):
+                if nm in snap.of_name and snap.of_name[nm] not in done:
+                    queue.append(snap.of_name[nm])
+        # a lookahead may name a rule merged into another class: point it at the survivor
+        order = {r.name: i for i, r in enumerate(g.rules)}
+        rules = sorted(emitted.values(), key=lambda r: (order.get(r.name, len(order)), r.name))
+        alias = {n: name_of[snap.of_name[n]] for n in snap.of_name if snap.of_name[n] in name_of}
+        rules = [replace(r, lookahead=rename_refs(r.lookahead, alias)) if r.lookahead is not None else r
+                 for r in rules]
+        out = g.replace_rules(rules)
+        return Extraction(out, relaxed, choice)

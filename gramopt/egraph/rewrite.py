@@ -1,0 +1,132 @@
+"""Rewrites as named data (egg's ``Rewrite(name, searcher, applier)``).
+
+A rewrite is either an egglog rule (``egglog``: rule text, run by egglog itself) or a
+Python searcher over a frozen snapshot of the e-graph (``search``) that proposes equalities
+``class c = term``; the runner applies them as unions. Every rewrite carries the argument
+why it preserves every class's language (``doc``). The term of a proposal is a nested tuple:
+
+    ("c", class_id)           an existing e-class
+    ("tok", atom)             an atom (Literal / CharClass / Terminal / Regex)
+    ("eps",)                  ε
+    ("seq", [t1, t2, …])      concatenation (a one-item list is that item, none is ε)
+    ("alt", [t1, t2, …])      union (a one-item list is that item)
+    ("rep", t, min, max)      repetition, max = -1 unbounded
+
+Soundness convention (used by every argument): L(c) is the language of e-class c in the
+least fixpoint of the input grammar; every e-node of c denotes exactly L(c) once its
+children's languages are plugged in. A rewrite may union c with a term only when that
+term's language equals L(c) under that assignment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from .lower import ENode, GrammarEGraph, Snapshot
+
+Term = tuple
+Proposal = tuple[int, Term]
+
+
+class Context:
+    """What a Python searcher sees: the snapshot, the e-graph (atoms, new atoms), the
+    dialect, and cached analyses (nullable classes)."""
+
+    def __init__(self, eg: GrammarEGraph, snap: Snapshot):
+        self.eg = eg
+        self.snap = snap
+        self.lark = eg.grammar.dialect == "lark"
+        self._nullable: set[int] | None = None
+
+    @property
+    def nullable(self) -> set[int]:
+        """Classes whose language contains ε (least fixpoint over all e-nodes: sound since
+        every node denotes its class's language, complete since the input's nodes are there)."""
+        if self._nullable is None:
+            self._nullable = nullable_classes(self.snap)
+        return self._nullable
+
+    def first_node(self, c: int, kind: str) -> ENode | None:
+        for n in self.snap.classes.get(c, ()):
+            if n.kind == kind:
+                return n
+        return None
+
+    def has_eps(self, c: int) -> bool:
+        return self.first_node(c, "Eps") is not None
+
+
+def nullable_classes(snap: Snapshot) -> set[int]:
+    out: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for c, nodes in snap.classes.items():
+            if c in out:
+                continue
+            for n in nodes:
+                if node_nullable(n, out):
+                    out.add(c)
+                    changed = True
+                    break
+    return out
+
+
+def node_nullable(n: ENode, nullable: set[int]) -> bool:
+    k = n.kind
+    if k == "Eps":
+        return True
+    if k == "Seq":
+        return all(ch in nullable for ch in n.children)
+    if k == "Alt":
+        return any(ch in nullable for ch in n.children)
+    if k == "Rep":
+        return n.data[0] == 0 or n.children[0] in nullable
+    return False  # Tok atoms consume a symbol; R is a name, not a structure
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One named rewrite; exactly one of ``egglog`` / ``search`` is set."""
+
+    name: str
+    family: str
+    doc: str
+    egglog: str | None = None
+    search: Callable[[Context], Iterable[Proposal]] | None = field(default=None, compare=False)
+
+
+def render(t: Term, eg: GrammarEGraph) -> str:
+    k = t[0]
+    if k == "c":
+        return eg.witness(t[1])
+    if k == "tok":
+        return f"(Tok {eg.atom(t[1])})"
+    if k == "eps":
+        return "(Eps)"
+    if k in ("seq", "alt"):
+        items = [i for i in t[1] if not (k == "seq" and i == ("eps",))]
+        if not items:
+            return "(Eps)"
+        if len(items) == 1:
+            return render(items[0], eg)
+        return f"({'Seq' if k == 'seq' else 'Alt'} (vec-of {' '.join(render(i, eg) for i in items)}))"
+    if k == "rep":
+        return f"(Rep {render(t[1], eg)} {t[2]} {t[3]})"
+    raise ValueError(t)
+
+
+def as_node(t: Term) -> ENode | None:
+    """The e-node a term is, when all its children are existing classes (for the
+    already-present check); None otherwise."""
+    k = t[0]
+    if k in ("seq", "alt"):
+        items = t[1]
+        if len(items) >= 2 and all(i[0] == "c" for i in items):
+            return ENode("Seq" if k == "seq" else "Alt", None, tuple(i[1] for i in items))
+    if k == "rep" and t[1][0] == "c":
+        return ENode("Rep", (t[2], t[3]), (t[1][1],))
+    if k == "eps":
+        return ENode("Eps", None)
+    return None

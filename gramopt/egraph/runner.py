@@ -1,0 +1,124 @@
+"""Saturation with explicit limits (egg's ``Runner``): why it stopped and where time went.
+
+One iteration = every egglog ruleset run once (``run 1``), then every Python searcher over
+one frozen snapshot, its proposals applied as unions in one batched program. The loop
+stops when an iteration changes nothing (SATURATED), or at a limit: iterations, e-nodes
+(absolute, or a growth factor over the initial size) or seconds. egglog 13.2's ``run`` has
+no node limit of its own, hence the Python loop.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .lower import GrammarEGraph
+from .rewrite import Context, Rewrite, as_node, render
+
+
+class StopReason(enum.Enum):
+    SATURATED = "saturated"
+    ITERATION_LIMIT = "iteration limit"
+    NODE_LIMIT = "node limit"
+    TIME_LIMIT = "time limit"
+
+
+@dataclass(frozen=True)
+class Limits:
+    iterations: int = 12
+    nodes: int = 60_000
+    growth: float = 6.0  # stop when the e-graph grows past growth × its initial size
+    seconds: float = 1.0
+
+
+@dataclass
+class RunReport:
+    stop_reason: StopReason
+    iterations: int
+    nodes_before: int
+    nodes_after: int
+    egglog_s: float = 0.0
+    search_s: float = 0.0
+    apply_s: float = 0.0
+    fired: Counter = field(default_factory=Counter)
+
+    def to_json(self) -> dict:
+        return {"stop_reason": self.stop_reason.value, "iterations": self.iterations,
+                "nodes_before": self.nodes_before, "nodes_after": self.nodes_after,
+                "egglog_s": round(self.egglog_s, 4), "search_s": round(self.search_s, 4),
+                "apply_s": round(self.apply_s, 4), "fired": dict(self.fired)}
+
+
+class Runner:
+    """Saturate ``eg`` with ``rewrites`` under ``limits``."""
+
+    def __init__(self, rewrites: list[Rewrite], limits: Limits | None = None):
+        self.rewrites = rewrites
+        self.limits = limits or Limits()
+        self.egglog_rules = [r for r in rewrites if r.egglog]
+        self.searchers = [r for r in rewrites if r.search]
+        self._rulesets = sorted({r.family for r in self.egglog_rules})
+
+    def run(self, eg: GrammarEGraph) -> RunReport:
+        lim = self.limits
+        t0 = time.perf_counter()
+        if self._rulesets:
+            eg.run("\n".join(f"(ruleset {s})" for s in self._rulesets) + "\n"
+                   + "\n".join(r.egglog for r in self.egglog_rules))
+        snap = eg.snapshot()
+        start_nodes = snap.n_nodes
+        report = RunReport(StopReason.ITERATION_LIMIT, 0, start_nodes, start_nodes)
+        seen: set[str] = set()
+        size = (len(snap.classes), snap.n_nodes)
+        for it in range(lim.iterations):
+            report.iterations = it + 1
+            t = time.perf_counter()
+            if self._rulesets:
+                out = eg.run("(run-schedule " + " ".join(f"(run {s})" for s in self._rulesets) + ")")
+                for o in out:
+                    for rule, n in getattr(getattr(o, "report", None), "num_matches_per_rule", {}).items():
+                        if n:
+                            name = next((r.name for r in self.egglog_rules if r.egglog == rule), rule)
+                            report.fired[name] += n
+            report.egglog_s += time.perf_counter() - t
+            t = time.perf_counter()
+            snap = eg.snapshot()
+            ctx = Context(eg, snap)
+            program: list[str] = []
+            for rw in self.searchers:
+                for c, term in rw.search(ctx):
+                    node = as_node(term)
+                    if node is not None and node in snap.classes.get(c, ()):
+                        continue
+                    if term[0] == "c" and term[1] == c:
+                        continue
+                    text = f"(union {eg.witness(c)} {render(term, eg)})"
+                    if text in seen:
+                        continue
+                    seen.add(text)
+                    program.append(text)
+                    report.fired[rw.name] += 1
+            report.search_s += time.perf_counter() - t
+            t = time.perf_counter()
+            eg.run("\n".join(program))
+            snap = eg.snapshot()
+            report.apply_s += time.perf_counter() - t
+            new_size = (len(snap.classes), snap.n_nodes)
+            report.nodes_after = snap.n_nodes
+            if new_size == size and not program:
+                report.stop_reason = StopReason.SATURATED
+                break
+            if new_size == size and program:
+                # unions that changed nothing: saturated as far as these rules see
+                report.stop_reason = StopReason.SATURATED
+                break
+            size = new_size
+            if snap.n_nodes > lim.nodes or snap.n_nodes > lim.growth * max(start_nodes, 50):
+                report.stop_reason = StopReason.NODE_LIMIT
+                break
+            if time.perf_counter() - t0 > lim.seconds:
+                report.stop_reason = StopReason.TIME_LIMIT
+                break
+        return report

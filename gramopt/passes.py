@@ -1,0 +1,307 @@
+"""The pass API: named passes, a pass manager, ``optimize``, per-pass reports.
+
+    from gramopt.passes import optimize
+    result = optimize(grammar, target="generic", passes=None, limits=None, verify=True)
+    result.grammar, result.report.format(), result.report.to_json()
+
+The default pipeline (``DEFAULT_PASSES``) reads top to bottom::
+
+    cleanup     the IR clean-ups of gramopt/rewrites/cleanup (when present)
+    saturate    lower into the e-graph, saturate every rewrite family, extract for the target
+    inline      inline non-start rules where the exact κ says it pays
+    target      engine fix-ups (xgrammar: a directly self-recursive root delegates)
+
+Any pass runs alone: ``passes=["delegation", "inline"]``. The e-graph passes
+"delegation", "recursion", "alternation", "repetition", "sequence" saturate with one family
+only; "saturate" with all. An e-graph pass whose output has a larger κ than its input is
+reverted (except for target llama.cpp, where removing left recursion may cost states).
+
+With ``verify=True`` the output is checked against the input with
+``gramopt.verify.check_equivalence``; on a difference the passes are replayed one at a time
+to find the first that changed the language, and ``OptimizationError`` carries the
+counterexample and that pass's name.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from .costmodels import kappa, sac_proxy
+from .egraph import TARGETS, ExtractionError, Extractor, GrammarEGraph, Limits, Runner
+from .grammar import Grammar, Ref, Rule, refs, rename_refs
+from .rewrites import FAMILIES, rules as rewrite_rules
+from .rewrites.inline import inline_rules
+
+DEFAULT_PASSES = ("cleanup", "saturate", "inline", "target")
+
+
+class OptimizationError(Exception):
+    """The optimizer produced a grammar with a different language (it refuses to emit it).
+    ``counterexample`` is a string in exactly one of the two languages; ``pass_name`` the
+    first pass whose output differs from the input."""
+
+    def __init__(self, message: str, counterexample=None, pass_name: str | None = None, result=None):
+        super().__init__(message)
+        self.counterexample = counterexample
+        self.pass_name = pass_name
+        self.result = result
+
+
+@dataclass
+class PassReport:
+    name: str
+    kappa_before: int
+    kappa_after: int
+    rules_before: int
+    rules_after: int
+    seconds: float
+    removed: list[str] = field(default_factory=list)
+    fired: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    saturation: dict | None = None
+
+    def to_json(self) -> dict:
+        return {"pass": self.name, "kappa_before": self.kappa_before, "kappa_after": self.kappa_after,
+                "rules_before": self.rules_before, "rules_after": self.rules_after,
+                "seconds": round(self.seconds, 4), "removed": self.removed, "fired": self.fired,
+                "notes": self.notes, "saturation": self.saturation}
+
+
+@dataclass
+class Report:
+    target: str
+    passes: list[PassReport] = field(default_factory=list)
+    kappa_before: int = 0
+    kappa_after: int = 0
+    sac_before: float = 0.0
+    sac_after: float = 0.0
+    rules_before: int = 0
+    rules_after: int = 0
+    seconds: float = 0.0
+    verified: str = "skipped"  # "ok", "skipped", "unavailable", or "failed"
+    verify_stats: dict = field(default_factory=dict)
+
+    def format(self) -> str:
+        head = f"{'pass':<12} {'κ before':>9} {'κ after':>8} {'rules':>11} {'ms':>8}  fired / notes"
+        lines = [f"target {self.target}", head, "-" * len(head)]
+        for p in self.passes:
+            fired = ", ".join(f"{k}×{v}" for k, v in sorted(p.fired.items(), key=lambda kv: -kv[1]))
+            extra = "; ".join(x for x in [fired] + p.notes if x)
+            lines.append(f"{p.name:<12} {p.kappa_before:>9} {p.kappa_after:>8} "
+                         f"{p.rules_before:>5}→{p.rules_after:<5} {p.seconds * 1000:>8.1f}  {extra}")
+            if p.removed:
+                lines.append(f"{'':<12} removed: {', '.join(p.removed)}")
+        lines.append("-" * len(head))
+        lines.append(f"{'total':<12} {self.kappa_before:>9} {self.kappa_after:>8} "
+                     f"{self.rules_before:>5}→{self.rules_after:<5} {self.seconds * 1000:>8.1f}  "
+                     f"SAC-proxy {self.sac_before:g}→{self.sac_after:g}; verification {self.verified}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {"target": self.target, "kappa_before": self.kappa_before, "kappa_after": self.kappa_after,
+                "sac_proxy_before": self.sac_before, "sac_proxy_after": self.sac_after,
+                "rules_before": self.rules_before, "rules_after": self.rules_after,
+                "seconds": round(self.seconds, 4), "verified": self.verified,
+                "verify_stats": self.verify_stats, "passes": [p.to_json() for p in self.passes]}
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, ensure_ascii=False, default=str)
+
+
+@dataclass
+class Result:
+    grammar: Grammar
+    report: Report
+
+
+@dataclass
+class PassContext:
+    target: str = "generic"
+    limits: Limits = field(default_factory=Limits)
+
+
+PassFn = Callable[[Grammar, PassContext, PassReport], Grammar]
+
+
+# ---------------------------------------------------------------- the passes
+
+
+def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
+    try:
+        from .rewrites import cleanup
+    except ImportError:  # pragma: no cover
+        rep.notes.append("cleanup passes not available")
+        return g
+    names = [n for n in getattr(cleanup, "__all__", []) if callable(getattr(cleanup, n, None))]
+    if not names:
+        rep.notes.append("cleanup passes not available yet")
+    for n in names:
+        before = g
+        g = getattr(cleanup, n)(g)
+        if g != before:
+            rep.fired[n] = rep.fired.get(n, 0) + 1
+    return g
+
+
+def _egraph_pass(families: list[str] | None) -> PassFn:
+    def run(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
+        eg = GrammarEGraph(g)
+        runner = Runner(rewrite_rules(families), ctx.limits)
+        rr = runner.run(eg)
+        rep.saturation = rr.to_json()
+        rep.fired.update(rr.fired)
+        if rr.stop_reason.value != "saturated":
+            rep.notes.append(f"stopped: {rr.stop_reason.value}")
+        try:
+            ex = Extractor(eg, ctx.target).extract()
+        except ExtractionError as e:
+            rep.notes.append(f"extraction failed ({e}); input kept")
+            return g
+        if ex.relaxed:
+            rep.notes.append("input has unguarded recursion: relaxed extraction")
+        return ex.grammar
+    return run
+
+
+def _inline(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
+    out, names = inline_rules(g)
+    if names:
+        rep.fired["inline"] = len(names)
+    return out
+
+
+def _target(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
+    if ctx.target != "xgrammar":
+        return g
+    root = g.rule(g.start)
+    if g.start not in refs(root.body):
+        return g
+    # xgrammar 0.2.8 computes wrong masks for a directly self-recursive root: delegate.
+    taken = set(g.names)
+    k, name = 1, f"{g.start}_rec"
+    while name in taken:
+        k += 1
+        name = f"{g.start}_rec{k}"
+    body = rename_refs(root.body, {g.start: name})
+    others = [replace(r, body=rename_refs(r.body, {g.start: name})) for r in g.rules if r.name != g.start]
+    new_root = replace(root, body=Ref(name), aliases=())
+    rep.notes.append(f"xgrammar: root delegates to {name}")
+    rep.fired["xgrammar-root-wrapper"] = 1
+    rules = [new_root if r.name == g.start else None for r in g.rules]
+    out = []
+    for r in g.rules:
+        if r.name == g.start:
+            out.append(new_root)
+            out.append(Rule(name, body))
+        else:
+            out.append(next(o for o in others if o.name == r.name))
+    return g.replace_rules(out)
+
+
+PASSES: dict[str, PassFn] = {
+    "cleanup": _cleanup,
+    "saturate": _egraph_pass(None),
+    **{fam: _egraph_pass([fam]) for fam in FAMILIES},
+    "inline": _inline,
+    "target": _target,
+}
+EGRAPH_PASSES = {"saturate", *FAMILIES}
+
+
+class PassManager:
+    """Runs named passes in order, one ``PassReport`` each; ``callback(name, grammar)``
+    is called after every pass (to dump the IR)."""
+
+    def __init__(self, passes=None, target: str = "generic", limits: Limits | None = None,
+                 callback: Callable[[str, Grammar], None] | None = None):
+        names = list(DEFAULT_PASSES if passes is None else passes)
+        unknown = [n for n in names if n not in PASSES]
+        if unknown:
+            raise ValueError(f"unknown pass(es) {', '.join(unknown)} (known: {', '.join(PASSES)})")
+        if target not in TARGETS:
+            raise ValueError(f"unknown target '{target}' (known: {', '.join(TARGETS)})")
+        self.names = names
+        self.ctx = PassContext(target, limits or Limits())
+        self.callback = callback
+
+    def run_pass(self, name: str, g: Grammar) -> tuple[Grammar, PassReport]:
+        t = time.perf_counter()
+        k0 = kappa(g)
+        rep = PassReport(name, k0, k0, len(g.rules), len(g.rules), 0.0)
+        out = PASSES[name](g, self.ctx, rep)
+        k1 = kappa(out)
+        if name in EGRAPH_PASSES and k1 > k0 and self.ctx.target != "llama.cpp":
+            rep.notes.append(f"reverted (κ {k0}→{k1})")
+            out, k1 = g, k0
+        rep.kappa_after, rep.rules_after = k1, len(out.rules)
+        kept = set(out.names)
+        rep.removed = [n for n in g.names if n not in kept]
+        rep.seconds = time.perf_counter() - t
+        if self.callback:
+            self.callback(name, out)
+        return out, rep
+
+    def run(self, g: Grammar) -> tuple[Grammar, list[PassReport]]:
+        reports = []
+        for name in self.names:
+            g, rep = self.run_pass(name, g)
+            reports.append(rep)
+        return g, reports
+
+
+def _checker():
+    try:
+        from .verify import check_equivalence
+    except ImportError:
+        return None
+    return check_equivalence
+
+
+def optimize(grammar: Grammar, target: str = "generic", passes=None, limits: Limits | None = None,
+             verify: bool = True, callback=None) -> Result:
+    """Optimize ``grammar`` for ``target`` (see the module docstring)."""
+    t0 = time.perf_counter()
+    pm = PassManager(passes, target, limits, callback)
+    out, reports = pm.run(grammar)
+    if out == grammar:
+        out = grammar  # keep comments and positions when nothing changed
+    report = Report(target, reports, kappa(grammar), kappa(out), sac_proxy(grammar), sac_proxy(out),
+                    len(grammar.rules), len(out.rules))
+    if verify:
+        check = _checker()
+        if check is None:
+            report.verified = "unavailable"
+        elif out == grammar:
+            report.verified = "ok"
+        else:
+            res = check(grammar, out)
+            report.verify_stats = dict(getattr(res, "stats", {}) or {})
+            if res.ok:
+                report.verified = "ok"
+            else:
+                report.verified = "failed"
+                culprit = _bisect(grammar, pm, check)
+                report.seconds = time.perf_counter() - t0
+                raise OptimizationError(
+                    f"optimized grammar differs from the input (counterexample {res.counterexample!r}, "
+                    f"first changed by pass '{culprit}')", res.counterexample, culprit, Result(out, report))
+    report.seconds = time.perf_counter() - t0
+    return Result(out, report)
+
+
+def _bisect(grammar: Grammar, pm: PassManager, check) -> str | None:
+    """Replay the passes one at a time; the first whose output differs from the input."""
+    g = grammar
+    for name in pm.names:
+        g, _ = pm.run_pass(name, g)
+        res = check(grammar, g)
+        if not res.ok:
+            return name
+    return None
+
+
+__all__ = ["DEFAULT_PASSES", "PASSES", "OptimizationError", "PassManager", "PassReport", "Report",
+           "Result", "optimize", "Limits"]

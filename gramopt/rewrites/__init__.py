@@ -1,0 +1,30 @@
+"""The rewrite families, each in its own module with its soundness argument beside it.
+
+    repetition   (x*)* → x*, x{1} → x, …              egglog rules
+    sequence     a (b c) → a b c, x x* → x+, …        Python searchers
+    alternation  set semantics of Alt, x | ε → x?, char-class merging
+    delegation   rules equal up to renaming (bisimulation by partition refinement)
+    recursion    X ::= X w | T → T w*, X ::= X X | T → T+, E op E → T (op T)*, and back
+    inline       (post-extraction) inlining of non-start rules where κ says it pays
+
+Clean-up passes (pure Grammar → Grammar) live in ``cleanup/``.
+"""
+
+from . import alternation, delegation, recursion, repetition, sequence
+
+FAMILIES = {
+    "repetition": repetition.RULES,
+    "sequence": sequence.RULES,
+    "alternation": alternation.RULES,
+    "delegation": delegation.RULES,
+    "recursion": recursion.RULES,
+}
+
+
+def rules(families=None):
+    """The rewrites of the named families (all by default), in a fixed order."""
+    names = list(FAMILIES) if families is None else [f for f in FAMILIES if f in families]
+    return [r for f in names for r in FAMILIES[f]]
+
+
+__all__ = ["FAMILIES", "rules"]

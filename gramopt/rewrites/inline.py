@@ -1,0 +1,73 @@
+"""Inlining of non-start rules where κ says it pays (after extraction).
+
+    # S ::= "a" B "c" ;  B ::= "b" "b"        -->   S ::= "a" "b" "b" "c"
+
+Why it preserves the language: replacing a reference to a non-recursive rule B by B's
+body replaces one derivation step B ⇒ body by the body in place; the derivations of the
+start rule are in bijection. A rule is inlined only when it is not the start rule, does not
+refer to itself (mutual recursion is fine: unfolding B in A's body keeps the least
+fixpoint, and only shortens the cycle), has no lookahead or Lark alias/flag, is not named by a directive or a
+lookahead, and the exact κ change (computed per rule over the canonical BNF — κ is a sum
+over rules, plus 1) is ≤ 0: ties go to fewer rules.
+
+In the e-graph a reference and its rule's body are already one class, so the extractor
+sees every inlined form; this pass only decides, with the exact figure, which rule classes
+are worth a name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..costmodels.kappa import kappa_of_bnf
+from ..grammar import Alt, Grammar, Ref, Rule, lower, refs, transform
+
+
+def rule_kappa(rule: Rule, dialect: str) -> int:
+    """κ contributed by one rule (its nonterminals' entry/exit states and productions)."""
+    g = Grammar((replace(rule, lookahead=None),), rule.name, dialect=dialect)
+    return kappa_of_bnf(lower(g)) - 1
+
+
+def _self_recursive(rule: Rule) -> bool:
+    return rule.name in refs(rule.body)
+
+
+def inline_rules(grammar: Grammar) -> tuple[Grammar, list[str]]:
+    """Inline every rule whose inlining does not increase κ; return the grammar and the
+    inlined names (in order)."""
+    pinned = {grammar.start} | {a for d in grammar.directives for a in d.args}
+    for r in grammar.rules:
+        if r.lookahead is not None:
+            pinned.update(refs(r.lookahead))
+            pinned.add(r.name)
+        if r.aliases or r.flags or r.priority is not None:
+            pinned.add(r.name)
+    rules = {r.name: r for r in grammar.rules}
+    kap = {n: rule_kappa(r, grammar.dialect) for n, r in rules.items()}
+    inlined: list[str] = []
+    for name in list(rules):
+        if name in pinned or name not in rules or _self_recursive(rules[name]):
+            continue
+        body = rules[name].body
+        users = [u for u, r in rules.items() if u != name and name in refs(r.body)]
+
+        def sub(e, body=body, name=name):
+            if isinstance(e, Ref) and e.name == name:
+                return body
+            return e
+
+        new = {}
+        for u in users:
+            b = transform(rules[u].body, sub)
+            new[u] = replace(rules[u], body=b)
+        delta = sum(rule_kappa(r, grammar.dialect) - kap[u] for u, r in new.items()) - kap[name]
+        if delta <= 0:
+            for u, r in new.items():
+                rules[u] = r
+                kap[u] = rule_kappa(r, grammar.dialect)
+            del rules[name]
+            inlined.append(name)
+    if not inlined:
+        return grammar, []
+    return grammar.replace_rules(rules[r.name] for r in grammar.rules if r.name in rules), inlined
