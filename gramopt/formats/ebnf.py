@@ -191,6 +191,8 @@ class _Lexer:
                     j += 1
                 j = max(j, i + 1)
                 word = text[i:j]
+                if self.dialect == "ebnf" and word in _XGRAMMAR_RESERVED and text[j:].lstrip(" \t").startswith("("):
+                    raise self.src.error(f"xgrammar's macro {word}(...) is not supported by gramopt", i)
                 i = self.emit("dot", None, i, j) if word == "." else self.emit("name", word, i, j)
             else:
                 raise self.src.error(f"unexpected character {_show_char(c)}", i)
@@ -437,8 +439,6 @@ class _Parser:
             self.k += 1
             return CharClass((), negated=True)
         if tok.kind == "name":
-            if self.dialect == "ebnf" and tok.value in _XGRAMMAR_RESERVED and self.toks[self.k + 1].kind == "(":
-                raise self.error(f"xgrammar's macro {tok.value}(...) is not supported by gramopt")
             self.refs.append((str(tok.value), tok.at))
             self.k += 1
             return Ref(str(tok.value))
@@ -669,6 +669,8 @@ def _escape_char(cp: int, where: str) -> str:
     c = chr(cp)
     if c == "\\" or c == ('"' if where == "string" else "]"):
         return "\\" + c
+    if c == "-" and where == "class":
+        return "\\x2D"  # a range end; only a lone '-' is printed raw, last in the class
     if c in "\t\n\r":
         return {"\t": "\\t", "\n": "\\n", "\r": "\\r"}[c]
     if cp < 0x20 or 0x7F <= cp <= 0x9F:
