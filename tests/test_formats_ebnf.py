@@ -1,13 +1,15 @@
-"""GBNF / xgrammar EBNF / Go-EBNF: golden tables for the reader and the writer, and
-print → parse → print stability."""
+"""GBNF / xgrammar EBNF / Go-EBNF: golden tables for the reader and the writer,
+print → parse → print stability, and random IR → text → IR."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gramopt.formats import parse, write
 from gramopt.formats.ebnf import format_expr, parse_ebnf, with_root_start, write_ebnf
 from gramopt.formats.goebnf import parse_goebnf
 from gramopt.grammar import (Alt, CharClass, Directive, Epsilon, Grammar, GrammarError, Literal, Ref,
-                             Regex, Repeat, Rule, Seq, SourcePos, Terminal)
+                             Regex, Repeat, Rule, Seq, SourcePos, Terminal, alt, seq)
 
 a, b, c = Literal("a"), Literal("b"), Literal("c")
 ANY = CharClass((), negated=True)
@@ -264,3 +266,28 @@ def test_print_parse_print_is_stable(text, dialect):
     g2 = parse_ebnf(once, target)
     assert g2 == g
     assert write_ebnf(g2, target) == once
+
+
+# ---------------------------------------------------------------- random IR → text → IR
+
+_cp = st.integers(0, 0x10FFFF).filter(lambda c: not 0xD800 <= c <= 0xDFFF)
+_atoms = st.one_of(
+    st.lists(_cp, min_size=1, max_size=6).map(lambda cps: Literal("".join(map(chr, cps)))),
+    st.lists(st.tuples(st.integers(0, 0x10FFFF), st.integers(0, 300)), min_size=1, max_size=4).map(
+        lambda rs: [(lo, min(lo + w, 0x10FFFF)) for lo, w in rs]).flatmap(
+        lambda rs: st.builds(CharClass, st.just(tuple(rs)), st.booleans())),
+    st.just(ANY), st.just(Epsilon()), st.sampled_from([Ref("root"), Ref("x-y")]),
+)
+_bounds = st.sampled_from([(0, None), (1, None), (0, 1), (2, 2), (3, None), (1, 4), (0, 0)])
+_exprs = st.recursive(_atoms, lambda inner: st.one_of(
+    st.lists(inner, min_size=2, max_size=4).map(lambda xs: seq(*xs)),
+    st.lists(inner, min_size=2, max_size=4).map(lambda xs: alt(*xs)),
+    st.tuples(inner, _bounds).map(lambda t: Repeat(t[0], *t[1]))), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=2000)
+@given(body=_exprs, other=_exprs, dialect=st.sampled_from(["gbnf", "ebnf"]))
+def test_random_grammars_write_and_read_back_equal(body, other, dialect):
+    g = Grammar((Rule("root", body), Rule("x-y", other)), "root", dialect=dialect)
+    text = write_ebnf(g, dialect)
+    assert parse_ebnf(text, dialect) == g

@@ -68,6 +68,11 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 _NAME_CHARS = {"gbnf": frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")}
 _NAME_CHARS["ebnf"] = _NAME_CHARS["gbnf"] | {"."}
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SPACE = re.compile(r"[ \t\r\n]+")
+_PLAIN = re.compile(r'[^"\\\r\n]+')  # a run of string characters that need no care
+_CLASS_TEXT = re.compile(r"\[(?:[^\]\\\r\n]|\\[^\r\n])*\]")
+_NAME_RE = {"gbnf": re.compile(r"[A-Za-z0-9_-]*"), "ebnf": re.compile(r"[A-Za-z0-9_.-]*")}
 
 
 # ================================================================ source text
@@ -156,6 +161,8 @@ class _Lexer:
     def __init__(self, src: Source, dialect: str):
         self.src, self.text, self.dialect = src, src.text, dialect
         self.name_chars = _NAME_CHARS[dialect]
+        self.name_re = _NAME_RE[dialect]
+        self.classes: dict[str, CharClass] = {}
         self.tokens: list[Token] = []
         self.comments: list[Comment] = []
         self.last_line = 0
@@ -165,7 +172,7 @@ class _Lexer:
         while i < n:
             c = text[i]
             if c in " \t\r\n":
-                i += 1
+                i = _SPACE.match(text, i).end()
             elif c == "#":
                 j = i
                 while j < n and text[j] not in "\r\n":
@@ -186,10 +193,7 @@ class _Lexer:
             elif c in ")|*+?":
                 i = self.emit(c, None, i, i + 1)
             elif c in self.name_chars or c == ".":
-                j = i
-                while j < n and text[j] in self.name_chars:
-                    j += 1
-                j = max(j, i + 1)
+                j = max(self.name_re.match(text, i).end(), i + 1)
                 word = text[i:j]
                 if self.dialect == "ebnf" and word in _XGRAMMAR_RESERVED and text[j:].lstrip(" \t").startswith("("):
                     raise self.src.error(f"xgrammar's macro {word}(...) is not supported by gramopt", i)
@@ -219,16 +223,25 @@ class _Lexer:
                 cp, i = self.escape(i, in_class=False)
                 out.append(chr(cp))
             else:
-                out.append(c)
-                i += 1
+                j = _PLAIN.match(text, i).end()
+                out.append(text[i:j])
+                i = j
         value = "".join(out)
-        for k, ch in enumerate(value):
-            if 0xD800 <= ord(ch) <= 0xDFFF:
-                raise self.src.error(f"surrogate code point U+{ord(ch):04X} in a string has no "
-                                     "UTF-8 encoding", start)
+        surrogate = _SURROGATE.search(value)
+        if surrogate:
+            raise self.src.error(f"surrogate code point U+{ord(surrogate.group()):04X} in a string "
+                                 "has no UTF-8 encoding", start)
         return self.emit("string", value, start, i + 1)
 
     def char_class(self, start: int) -> int:
+        m = _CLASS_TEXT.match(self.text, start)
+        if m and m.group() in self.classes:  # generated grammars repeat a few classes often
+            return self.emit("class", self.classes[m.group()], start, m.end())
+        end = self.parse_class(start)
+        self.classes[self.text[start:end]] = self.tokens[-1].value
+        return end
+
+    def parse_class(self, start: int) -> int:
         text, n, i = self.text, len(self.text), start + 1
         negated = i < n and text[i] == "^"
         i += negated
