@@ -26,7 +26,7 @@ from .result import Bounds, Counterexample
 from .symbols import Compiled
 
 METHOD = "random derivations"
-MAX_SYMBOLS = 400  # past this many symbols a derivation only takes shortest completions
+MAX_SYMBOLS = 256  # past this many symbols a derivation only takes shortest completions
 
 
 def heights(g: Compiled) -> tuple[list[int], list[int], list[list[int]]]:
@@ -73,20 +73,25 @@ def _pick(xs: list[int], rng: random.Random) -> int:
 
 
 def derivation_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
-    """Sentences of ``a`` (original) checked in ``b`` (candidate), then the other way."""
+    """Sentences of ``a`` (original) checked in ``b`` (candidate) and the other way,
+    alternating, until ``bounds.derivations`` each or ``bounds.derivation_seconds``."""
     t0 = time.perf_counter()
+    deadline = t0 + bounds.derivation_seconds
     rng = random.Random(bounds.seed)
-    stats = {"sentences": [0, 0], "max_len": 0, "exact": False}
+    stats = {"sentences": [0, 0], "max_len": 0, "exact": False, "bound_met": False,
+             "timed_out": False}
 
     def done(cex=None):
         stats["seconds"] = round(time.perf_counter() - t0, 4)
         return cex, stats
 
-    for side, (src, dst) in enumerate(((a, b), (b, a))):
-        if src.g.empty:
-            continue
-        hts = heights(src.g)
-        for _ in range(bounds.derivations):
+    sides = [(side, src, dst, heights(src.g)) for side, (src, dst) in enumerate(((a, b), (b, a)))
+             if not src.g.empty]
+    for _ in range(bounds.derivations):
+        for side, src, dst, hts in sides:
+            if time.perf_counter() > deadline:
+                stats["timed_out"] = True
+                return done()
             w = random_sentence(src.g, rng, bounds.max_depth, hts)
             stats["sentences"][side] += 1
             stats["max_len"] = max(stats["max_len"], len(w))
@@ -95,4 +100,5 @@ def derivation_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
                 in_a = side == 0 or a.accepts(w)
                 in_b = side == 1 or b.accepts(w)
                 return done(Counterexample(data, "string", in_a, in_b, METHOD, a.atoms))
+    stats["bound_met"] = True
     return done()

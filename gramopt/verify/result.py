@@ -23,7 +23,8 @@ class Bounds:
     seconds       the time budget of the enumeration runs out first (reported: the bound
                   counts as met when either of the two above was reached)
     max_prefix_len  no prefix longer than this is enumerated
-    derivations   random sentences derived from each grammar, checked in the other
+    derivations   random sentences derived from each grammar, checked in the other,
+    derivation_seconds  within this time budget (reported when it cuts the count short)
     max_depth     derivation depth after which derivations take shortest completions
     max_dfa_states  subset-construction cap of the exact (regular) check
     exact_seconds   time budget of the exact check
@@ -35,6 +36,7 @@ class Bounds:
     seconds: float = 0.6
     max_prefix_len: int = 256
     derivations: int = 200
+    derivation_seconds: float = 0.5
     max_depth: int = 24
     max_dfa_states: int = 20_000
     exact_seconds: float = 1.0
