@@ -157,6 +157,25 @@ def test_lark_aliases_follow_their_alternatives():
     assert remove_duplicate_alternatives(g2) == g2
 
 
+CIRCULAR_NULLABLE = [
+    # ε is the rule's only witness of ε: "R is nullable" must not be used to drop it.
+    'S ::= S | ""',
+    'S ::= S?',
+    'S ::= S{0,2}',
+    'S ::= "a" | A?; A ::= S',
+    'S ::= (A | "")+; A ::= S "a"',
+]
+
+
+@pytest.mark.parametrize("text", CIRCULAR_NULLABLE)
+@pytest.mark.parametrize("name", ["epsilon", "repetition"])
+def test_circular_nullability_is_not_trusted(name, text):
+    g = grammar(text)
+    out = PASSES[name](g)
+    assert_same_language(g, out)
+    assert_same_language(g, simplify(g))
+
+
 def test_unproductive_start_is_left_alone():
     g = grammar('S ::= "a" S; A ::= "x"')
     assert remove_unproductive(g) == g

@@ -134,6 +134,7 @@ def grammar(text: str, dialect: str = "ebnf") -> Grammar:
 # ---------------------------------------------------------------- bounded enumeration
 
 BASE_ALPHABET = "abcé"
+RANDOM_ALPHABET = "abcdé"  # what random grammars are checked over: d is in no positive class
 
 
 def alphabet(*grammars: Grammar) -> str:
@@ -160,7 +161,10 @@ def language(g: Grammar, k: int, sigma: str | None = None) -> frozenset[tuple]:
     sets: dict[str, set[tuple]] = {r.name: set() for r in g.rules}
 
     def cat(a: set[tuple], b: set[tuple]) -> set[tuple]:
-        return {u + v for u in a for v in b if len(u) + len(v) <= k}
+        by_len: list[list[tuple]] = [[] for _ in range(k + 1)]
+        for v in b:
+            by_len[len(v)].append(v)
+        return {u + v for u in a for n in range(k - len(u) + 1) for v in by_len[n]}
 
     def ev(e: Expr) -> set[tuple]:
         if isinstance(e, Epsilon):
@@ -219,10 +223,11 @@ HAVE_REFERENCE = importlib.util.find_spec("gramopt.verify.reference") is not Non
     if importlib.util.find_spec("gramopt.verify") is not None else False
 
 
-def assert_same_language(a: Grammar, b: Grammar, k: int = 6) -> None:
-    """L(a) and L(b) agree on every string of length ≤ k over the test alphabet, and so do
-    their prefixes of length ≤ k − 1 (viable prefixes, bounded)."""
-    sigma = alphabet(a, b)
+def assert_same_language(a: Grammar, b: Grammar, k: int = 6, sigma: str | None = None) -> None:
+    """L(a) and L(b) agree on every string of length ≤ k over ``sigma`` (default: the test
+    alphabet of both), and so do their prefixes of length ≤ k − 1 (viable prefixes,
+    bounded)."""
+    sigma = alphabet(a, b) if sigma is None else sigma
     la, lb = language(a, k, sigma), language(b, k, sigma)
     if la != lb:
         diff = sorted(la ^ lb, key=lambda s: (len(s), s))[:5]

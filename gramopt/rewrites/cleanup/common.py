@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Sequence
 
-from ...grammar import Alt, Expr, Grammar, Rule, alt
+from ...grammar import Alt, Expr, Grammar, Rule, alt, refs
 from ...grammar.analysis import nullable_expr, nullable_rules
 
 __all__ = ["is_lark", "map_rules", "map_bodies", "alternatives", "has_aliases", "keep_alternatives",
-           "nullable_rules", "nullable_expr", "fixpoint"]
+           "nullable_expr", "safe_nullable", "fixpoint"]
 
 
 def is_lark(grammar: Grammar) -> bool:
@@ -67,6 +67,34 @@ def keep_alternatives(rule: Rule, new_items: Sequence[Expr | None]) -> Rule:
     if aliases and len(aliases) == len(new_items):
         aliases = tuple(aliases[i] for _, i in pieces)
     return replace(rule, body=body, aliases=aliases)
+
+
+def safe_nullable(grammar: Grammar) -> dict[str, set[str]]:
+    """Per rule R, the nullable rules whose nullability does not depend on R.
+
+    A rewrite that removes an ε-witness on the strength of "x is nullable" (``x? --> x``,
+    ``"" | x --> x``) is unsound when x is nullable only *through* that witness:
+    ``R ::= R | ""`` derives ε, ``R ::= R`` derives nothing, though "R is nullable" held.
+    A rule B that cannot reach R is nullable (or not) whatever R's body says, so inside R a
+    reference to B may be trusted; references into R's strongly connected component may not
+    (they count as not nullable). With that, every such rewrite replaces an expression by
+    one with the same language for *every* language the rules of R's component might have,
+    so the least fixpoint of the rule equations, hence L(G), is unchanged.
+    """
+    nullable = nullable_rules(grammar)
+    graph = {r.name: set(refs(r.body)) for r in grammar.rules}
+    reach: dict[str, set[str]] = {}
+    for name in graph:
+        seen: set[str] = set()
+        stack = list(graph[name])
+        while stack:
+            n = stack.pop()
+            if n not in seen and n in graph:
+                seen.add(n)
+                stack.extend(graph[n])
+        reach[name] = seen
+    return {name: {b for b in nullable if b != name and name not in reach.get(b, ())}
+            for name in graph}
 
 
 def fixpoint(step: Callable[[Grammar], Grammar], grammar: Grammar, limit: int = 64) -> Grammar:

@@ -7,9 +7,9 @@
     # (x?)?               -->  x?           the line above, x? being nullable
     # ε{m,n}, ε?          -->  ε            {ε}^k = {ε}
 
-Nullability of references comes from the least fixpoint over the rules
-(``gramopt.grammar.analysis``); a pass preserves every rule's language, so the facts hold
-before and after.
+Nullability of references comes from the least fixpoint over the rules, trusting only
+rules that cannot reach the rule being rewritten (``common.safe_nullable``): in
+``R ::= R | ""`` the ε is R's only witness of ε and must stay.
 
 κ never increases: ``( "" | x ) --> x?`` is applied only to a nested alternation with a
 single other member, where both forms lower to one helper with the productions ``x`` and
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...grammar import Alt, Epsilon, Expr, Grammar, Repeat, Rule, alt, transform
-from .common import alternatives, keep_alternatives, map_rules, nullable_expr, nullable_rules
+from .common import alternatives, keep_alternatives, map_rules, nullable_expr, safe_nullable
 
 
 def _drop_redundant_epsilons(items: tuple[Expr, ...], nullable: set[str]) -> list[Expr | None]:
@@ -67,5 +67,5 @@ def _rule(rule: Rule, nullable: set[str]) -> Rule:
 
 def simplify_epsilon(grammar: Grammar) -> Grammar:
     """Apply the ε identities of the module docstring to every rule body."""
-    nullable = nullable_rules(grammar)
-    return map_rules(grammar, lambda r: _rule(r, nullable))
+    nullable = safe_nullable(grammar)
+    return map_rules(grammar, lambda r: _rule(r, nullable[r.name]))

@@ -31,15 +31,18 @@ Sequences of powers of one base (x a plain item is x{1,1}; x may be a sequence u
 Two plain copies ``x x`` are left alone (``x{2}`` is the same κ and no clearer).
 
 κ never increases (each rewrite removes a helper or keeps the same lowering; see
-``gramopt.grammar.bnf`` for the lowering). Nullability of references comes from the least
-fixpoint over the rules; the rewrites preserve every rule's language, so it stays true.
+``gramopt.grammar.bnf`` for the lowering). Nullability of references is trusted only for
+rules that cannot reach the rule being rewritten (``common.safe_nullable``): in
+``R ::= R{0,1}`` the ``{0,…}`` is R's only witness of ε, and ``R ::= R{1}`` would be empty.
 Idempotent.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...grammar import Alt, Epsilon, Expr, Grammar, Repeat, Seq, alt, seq, transform
-from .common import map_bodies, nullable_expr, nullable_rules
+from .common import map_rules, nullable_expr, safe_nullable
 
 
 def power(e: Expr) -> tuple[Expr, int, int | None]:
@@ -142,5 +145,6 @@ def _node(e: Expr, nullable: set[str]) -> Expr:
 
 def canonicalize_repetition(grammar: Grammar) -> Grammar:
     """Apply the repetition identities of the module docstring to every rule body."""
-    nullable = nullable_rules(grammar)
-    return map_bodies(grammar, lambda body: transform(body, lambda e: _node(e, nullable)))
+    nullable = safe_nullable(grammar)
+    return map_rules(grammar, lambda r: replace(
+        r, body=transform(r.body, lambda e: _node(e, nullable[r.name]))))

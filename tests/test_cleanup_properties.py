@@ -1,0 +1,36 @@
+"""Property tests: on random small grammars (1–4 rules over {a, b, c, é}, GBNF-style and
+Lark-style) every clean-up pass and ``simplify`` keep the language (all strings up to 5
+bytes / tokens agree, and their prefixes), never increase κ, and are idempotent."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from gramopt.costmodels.kappa import kappa
+from gramopt.rewrites.cleanup import PASSES, simplify
+from test_cleanup_support import RANDOM_ALPHABET, assert_same_language, grammars
+
+RUNS = {**PASSES, "simplify": simplify}
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+@SETTINGS
+@given(g=grammars())
+def test_pass_keeps_language_kappa_and_is_idempotent(name, g):
+    out = RUNS[name](g)
+    out.check()
+    assert_same_language(g, out, k=5, sigma=RANDOM_ALPHABET)
+    assert kappa(out) <= kappa(g)
+    assert RUNS[name](out) == out
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+@SETTINGS
+@given(g=grammars(lark=True))
+def test_lark_pass_keeps_token_language(name, g):
+    out = RUNS[name](g)
+    out.check()
+    assert_same_language(g, out, k=5, sigma=RANDOM_ALPHABET)
+    assert kappa(out) <= kappa(g)
+    assert RUNS[name](out) == out
