@@ -14,7 +14,8 @@ The default pipeline (``DEFAULT_PASSES``) reads top to bottom::
 Any pass runs alone: ``passes=["delegation", "inline"]``. The e-graph passes
 "delegation", "recursion", "alternation", "repetition", "sequence" saturate with one family
 only; "saturate" with all. An e-graph pass whose output has a larger κ than its input is
-reverted (except for target llama.cpp, where removing left recursion may cost states).
+reverted when its objective κ + SAC-proxy grew (except for target llama.cpp, where removing
+left recursion may cost states): κ can grow only where an ambiguity goes away.
 
 With ``verify=True`` the output is checked against the input with
 ``gramopt.verify.check_equivalence``; on a difference the passes are replayed one at a time
@@ -33,7 +34,7 @@ from .costmodels import kappa, sac_proxy
 from .egraph import TARGETS, ExtractionError, Extractor, GrammarEGraph, Limits, Runner
 from .grammar import Grammar, Ref, Rule, refs, rename_refs
 from .rewrites import FAMILIES, rules as rewrite_rules
-from .rewrites.inline import inline_rules
+from .rewrites.inline import inline_rules, rule_kappa
 
 DEFAULT_PASSES = ("cleanup", "saturate", "inline", "target")
 
@@ -93,7 +94,8 @@ class Report:
             lines.append(f"{p.name:<12} {p.kappa_before:>9} {p.kappa_after:>8} "
                          f"{p.rules_before:>5}→{p.rules_after:<5} {p.seconds * 1000:>8.1f}  {extra}")
             if p.removed:
-                lines.append(f"{'':<12} removed: {', '.join(p.removed)}")
+                shown = ", ".join(p.removed[:8]) + (f", … {len(p.removed) - 8} more" if len(p.removed) > 8 else "")
+                lines.append(f"{'':<12} removed: {shown}")
         lines.append("-" * len(head))
         lines.append(f"{'total':<12} {self.kappa_before:>9} {self.kappa_after:>8} "
                      f"{self.rules_before:>5}→{self.rules_after:<5} {self.seconds * 1000:>8.1f}  "
@@ -129,21 +131,37 @@ PassFn = Callable[[Grammar, PassContext, PassReport], Grammar]
 # ---------------------------------------------------------------- the passes
 
 
-def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
+def _cleanup_passes() -> dict:
     try:
-        from .rewrites import cleanup
-    except ImportError:  # pragma: no cover
+        from .rewrites.cleanup import PASSES as CLEANUPS
+    except ImportError:  # pragma: no cover - the clean-ups not landed
+        return {}
+    return dict(CLEANUPS)
+
+
+def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
+    cleanups = _cleanup_passes()
+    if not cleanups:
         rep.notes.append("cleanup passes not available")
-        return g
-    names = [n for n in getattr(cleanup, "__all__", []) if callable(getattr(cleanup, n, None))]
-    if not names:
-        rep.notes.append("cleanup passes not available yet")
-    for n in names:
-        before = g
-        g = getattr(cleanup, n)(g)
-        if g != before:
-            rep.fired[n] = rep.fired.get(n, 0) + 1
+    for _ in range(16):  # rounds to a fixpoint, as cleanup.simplify does
+        start = g
+        for n, fn in cleanups.items():
+            before = g
+            g = fn(g)
+            if g != before:
+                rep.fired[n] = rep.fired.get(n, 0) + 1
+        if g == start:
+            break
     return g
+
+
+def _one_cleanup(name: str) -> PassFn:
+    def run(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
+        out = _cleanup_passes()[name](g)
+        if out != g:
+            rep.fired[name] = 1
+        return out
+    return run
 
 
 def _egraph_pass(families: list[str] | None) -> PassFn:
@@ -203,6 +221,7 @@ def _target(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
 
 PASSES: dict[str, PassFn] = {
     "cleanup": _cleanup,
+    **{f"cleanup-{n}": _one_cleanup(n) for n in _cleanup_passes()},
     "saturate": _egraph_pass(None),
     **{fam: _egraph_pass([fam]) for fam in FAMILIES},
     "inline": _inline,
@@ -229,12 +248,13 @@ class PassManager:
 
     def run_pass(self, name: str, g: Grammar) -> tuple[Grammar, PassReport]:
         t = time.perf_counter()
-        k0 = kappa(g)
+        k0 = _kappa(g)
         rep = PassReport(name, k0, k0, len(g.rules), len(g.rules), 0.0)
         out = PASSES[name](g, self.ctx, rep)
-        k1 = kappa(out)
-        if name in EGRAPH_PASSES and k1 > k0 and self.ctx.target != "llama.cpp":
-            rep.notes.append(f"reverted (κ {k0}→{k1})")
+        k1 = _kappa(out)
+        if (name in EGRAPH_PASSES and self.ctx.target != "llama.cpp" and out is not g
+                and k1 + sac_proxy(out) > k0 + sac_proxy(g)):
+            rep.notes.append(f"reverted (κ+SAC-proxy {k0 + sac_proxy(g):g}→{k1 + sac_proxy(out):g})")
             out, k1 = g, k0
         rep.kappa_after, rep.rules_after = k1, len(out.rules)
         kept = set(out.names)
@@ -252,6 +272,12 @@ class PassManager:
         return g, reports
 
 
+def _kappa(g: Grammar) -> int:
+    """κ(g), counted per rule (equal to ``costmodels.kappa``; tested), without building
+    the BNF."""
+    return 1 + sum(rule_kappa(r, g.dialect) for r in g.rules)
+
+
 def _checker():
     try:
         from .verify import check_equivalence
@@ -266,6 +292,14 @@ def optimize(grammar: Grammar, target: str = "generic", passes=None, limits: Lim
     t0 = time.perf_counter()
     pm = PassManager(passes, target, limits, callback)
     out, reports = pm.run(grammar)
+    for round_ in range(2, 5):  # to a fixpoint, so that optimizing the output changes nothing
+        again, more = pm.run(out)
+        if again == out:
+            break
+        for p in more:
+            p.name = f"{p.name}#{round_}"
+        reports += more
+        out = again
     if out == grammar:
         out = grammar  # keep comments and positions when nothing changed
     report = Report(target, reports, kappa(grammar), kappa(out), sac_proxy(grammar), sac_proxy(out),
@@ -277,7 +311,12 @@ def optimize(grammar: Grammar, target: str = "generic", passes=None, limits: Lim
         elif out == grammar:
             report.verified = "ok"
         else:
-            res = check(grammar, out)
+            try:
+                res = check(grammar, out)
+            except RecursionError as e:  # the checker's limits, not a verdict
+                report.verified = f"error: {e!r}"
+                report.seconds = time.perf_counter() - t0
+                return Result(out, report)
             report.verify_stats = dict(getattr(res, "stats", {}) or {})
             if res.ok:
                 report.verified = "ok"

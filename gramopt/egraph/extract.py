@@ -10,9 +10,9 @@ Classes are *finalized* one at a time (rank 0, 1, 2, …); class c may be finali
 e-node n only when every child d of n is either
 
   (a) already finalized (rank(d) < rank(c)), or
-  (b) a *forward reference* in a shrinking position: d is a rule class and n is a
-      sequence in which some other item is non-nullable (for llama.cpp: some item
-      *before* d is non-nullable, which also rules out left recursion).
+  (b) a *forward reference* in a shrinking position: n is a sequence in which some
+      other item is non-nullable (for llama.cpp: some item *before* d is non-nullable,
+      which also rules out left recursion).
 
 Claim: the extracted grammar G' has exactly the languages L of the input. L is a fixpoint
 of G' (every chosen node denotes its class's language), so lfp(G') ⊆ L. Conversely show
@@ -23,10 +23,13 @@ symbol. Repetitions and unions never take forward references. So every recursion
 extractor emits is guarded: no new nullable or unguarded cycle, and X ::= X X can never be
 chosen for the class of a* without a base case finalized first.
 
+Emission names every rule class, and also every anonymous class that closes a cycle of
+anonymous classes (a fresh name), so inline expansion terminates.
+
 When an input already has an unguarded cycle (X ::= X w? | Y), some class cannot be
-finalized this way; the extractor then relaxes (b) to any forward reference to a rule
-class and reports ``relaxed`` — the guarantee no longer holds there, and verification is
-what vouches for the output.
+finalized this way; extraction then fails (``ExtractionError``) and the pass keeps its
+input. ``relaxed=True`` (opt-in) allows any forward reference instead — without the
+guarantee; verification is then what vouches for the output.
 
 Cost (one method, ``NodeCost.cost``): κ of the canonical BNF as a tree cost — a node's
 symbols plus the helper nonterminals its lowering adds (see ``costmodels/kappa.py``) — plus
@@ -87,7 +90,8 @@ class NodeCost:
             x = child[0]
             lo, hi = n.data
             if hi == -1:
-                base = (max(lo, 1) - 1) * x + (x + 6 if lo == 0 else 2 * x + 6)
+                # x+ ties with x x* in κ; prefer the shorter text (-0.25)
+                base = (max(lo, 1) - 1) * x + (x + 6 if lo == 0 else 2 * x + 5.75)
                 if n.children[0] in nullable:
                     base += self.lam * W_NULLREP
             else:
@@ -113,7 +117,9 @@ class Extraction:
 class Extractor:
     """``Extractor(eg, target).extract(roots) -> Extraction``."""
 
-    def __init__(self, eg: GrammarEGraph, target: str = "generic", lam: float = 1.0):
+    def __init__(self, eg: GrammarEGraph, target: str = "generic", lam: float = 1.0,
+                 relaxed: bool = False):
+        self.allow_relaxed = relaxed
         if target not in TARGETS:
             raise ValueError(f"unknown target '{target}' (known: {', '.join(TARGETS)})")
         self.eg = eg
@@ -124,9 +130,6 @@ class Extractor:
 
     # ------------------------------------------------------------ choice
     def _forwardable(self, n: ENode, i: int, relaxed: bool) -> bool:
-        d = n.children[i]
-        if d not in self.snap.names:
-            return False
         if relaxed:
             return True
         if n.kind != "Seq":
@@ -195,10 +198,11 @@ class Extractor:
                         heapq.heappush(heap, (node_cost(j), pc, j))
 
         drain(*setup(False))
-        if len(rank) < len(snap.classes):
+        if len(rank) < len(snap.classes) and self.allow_relaxed:
             needed = self._needed(choice)
             if any(c not in rank for c in needed) or any(c not in rank for c in self._roots()):
                 relaxed = True
+                self.stuck = [c for c in needed if c not in rank]
                 drain(*setup(True))
 
         # improvement sweep: keep the rank invariant, lower the cost
@@ -239,6 +243,39 @@ class Extractor:
         return list(seen)
 
     # ------------------------------------------------------------ emission
+    def _fresh(self, base: str, taken: set) -> str:
+        k = 1
+        while f"{base}_{k}" in taken:
+            k += 1
+        taken.add(f"{base}_{k}")
+        return f"{base}_{k}"
+
+    def _name_cycles(self, choice, name_of) -> None:
+        """Name the anonymous class each back edge of a cycle of anonymous classes enters
+        (depth-first from the rule classes, in order), so expansion terminates."""
+        taken = set(self.snap.of_name) | set(name_of.values())
+        state: dict[int, int] = {}  # 1 on the stack, 2 done
+        for root in self._needed(choice):
+            if root not in name_of or root in state:
+                continue
+            owner = name_of[root]
+            stack = [(root, iter(choice[root].children))]
+            state[root] = 1
+            while stack:
+                c, it = stack[-1]
+                d = next(it, None)
+                if d is None:
+                    state[c] = 2
+                    stack.pop()
+                    continue
+                if d in name_of:
+                    continue
+                if state.get(d) == 1:
+                    name_of[d] = self._fresh(owner, taken)
+                elif d not in state:
+                    state[d] = 1
+                    stack.append((d, iter(choice[d].children)))
+
     def _name_shared(self, choice, cost, name_of) -> None:
         """Give a rule name to an anonymous class used in several places when κ says a
         rule is cheaper than the copies (u uses: u·c inline against the definition + 2
@@ -284,6 +321,7 @@ class Extractor:
         for c, names in snap.names.items():
             name_of[c] = g.start if g.start in names else names[0]
         self._name_shared(choice, cost, name_of)
+        self._name_cycles(choice, name_of)
         memo: dict[int, Expr] = {}
 
         def expr(c: int, top: bool = False) -> Expr:

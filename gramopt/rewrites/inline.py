@@ -19,14 +19,51 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..costmodels.kappa import kappa_of_bnf
-from ..grammar import Alt, Grammar, Ref, Rule, lower, refs, transform
+from ..grammar import Alt, Epsilon, Grammar, Literal, Ref, Repeat, Rule, Seq, refs, transform
 
 
 def rule_kappa(rule: Rule, dialect: str) -> int:
-    """κ contributed by one rule (its nonterminals' entry/exit states and productions)."""
-    g = Grammar((replace(rule, lookahead=None),), rule.name, dialect=dialect)
-    return kappa_of_bnf(lower(g)) - 1
+    """κ contributed by one rule (its nonterminals' entry/exit states and productions),
+    counted directly by the table in ``gramopt.grammar.bnf`` (cross-checked against
+    ``kappa`` in the tests): κ(G) = 1 + Σ_rules rule_kappa."""
+    lark = dialect == "lark"
+
+    def syms(e) -> tuple[int, int]:  # (symbols on the right-hand side, helper states)
+        if isinstance(e, Epsilon):
+            return 0, 0
+        if isinstance(e, Literal):
+            return (1 if lark else len(e.text)), 0
+        if isinstance(e, Seq):
+            n = h = 0
+            for i in e.items:
+                a, b = syms(i)
+                n, h = n + a, h + b
+            return n, h
+        if isinstance(e, Alt):
+            h = 2
+            for i in e.items:
+                a, b = syms(i)
+                h += a + 1 + b
+            return 1, h
+        if isinstance(e, Repeat):
+            x, h = syms(e.item)
+            lo, hi = e.min, e.max
+            if hi is None:
+                if lo == 0:
+                    return 1, h + x + 5
+                return x * (lo - 1) + 1, h + 2 * x + 5
+            k = hi - lo
+            if k == 0:
+                return x * lo, h
+            return x * lo + 1, h + k * (x + 5) - 1
+        return 1, 0
+
+    alts = rule.body.items if isinstance(rule.body, Alt) else (rule.body,)
+    total = 2
+    for a in alts:
+        n, h = syms(a)
+        total += n + 1 + h
+    return total
 
 
 def _self_recursive(rule: Rule) -> bool:
@@ -45,12 +82,16 @@ def inline_rules(grammar: Grammar) -> tuple[Grammar, list[str]]:
             pinned.add(r.name)
     rules = {r.name: r for r in grammar.rules}
     kap = {n: rule_kappa(r, grammar.dialect) for n, r in rules.items()}
+    users_of: dict[str, dict[str, None]] = {}
+    for n, r in rules.items():
+        for m in refs(r.body):
+            users_of.setdefault(m, {})[n] = None
     inlined: list[str] = []
     for name in list(rules):
         if name in pinned or name not in rules or _self_recursive(rules[name]):
             continue
         body = rules[name].body
-        users = [u for u, r in rules.items() if u != name and name in refs(r.body)]
+        users = [u for u in list(users_of.get(name, ())) if u in rules and u != name]
 
         def sub(e, body=body, name=name):
             if isinstance(e, Ref) and e.name == name:
@@ -66,6 +107,8 @@ def inline_rules(grammar: Grammar) -> tuple[Grammar, list[str]]:
             for u, r in new.items():
                 rules[u] = r
                 kap[u] = rule_kappa(r, grammar.dialect)
+                for m in refs(body):  # u now uses what the inlined body used
+                    users_of.setdefault(m, {})[u] = None
             del rules[name]
             inlined.append(name)
     if not inlined:
