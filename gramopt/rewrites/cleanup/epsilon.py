@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...grammar import Alt, Epsilon, Expr, Grammar, Repeat, Rule, alt, transform
-from .common import alternatives, keep_alternatives, map_rules, nullable_expr, safe_nullable
+from .common import alternatives, fixpoint, keep_alternatives, map_rules, nullable_expr, safe_nullable
 
 
 def _drop_redundant_epsilons(items: tuple[Expr, ...], nullable: set[str]) -> list[Expr | None]:
@@ -65,7 +65,12 @@ def _rule(rule: Rule, nullable: set[str]) -> Rule:
     return keep_alternatives(rule, _drop_redundant_epsilons(tuple(items), nullable))
 
 
-def simplify_epsilon(grammar: Grammar) -> Grammar:
-    """Apply the ε identities of the module docstring to every rule body."""
+def _once(grammar: Grammar) -> Grammar:
     nullable = safe_nullable(grammar)
     return map_rules(grammar, lambda r: _rule(r, nullable[r.name]))
+
+
+def simplify_epsilon(grammar: Grammar) -> Grammar:
+    """Apply the ε identities of the module docstring to every rule body, repeated until
+    nothing changes (a rewrite can cut a reference and so shrink a component)."""
+    return fixpoint(_once, grammar)

@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...grammar import Alt, Epsilon, Expr, Grammar, Repeat, Seq, alt, seq, transform
-from .common import map_rules, nullable_expr, safe_nullable
+from .common import fixpoint, map_rules, nullable_expr, safe_nullable
 
 
 def power(e: Expr) -> tuple[Expr, int, int | None]:
@@ -144,7 +144,12 @@ def _node(e: Expr, nullable: set[str]) -> Expr:
 
 
 def canonicalize_repetition(grammar: Grammar) -> Grammar:
-    """Apply the repetition identities of the module docstring to every rule body."""
+    """Apply the repetition identities of the module docstring to every rule body, repeated
+    until nothing changes (a rewrite can cut a reference and so shrink a component)."""
+    return fixpoint(_once, grammar)
+
+
+def _once(grammar: Grammar) -> Grammar:
     nullable = safe_nullable(grammar)
     return map_rules(grammar, lambda r: replace(
         r, body=transform(r.body, lambda e: _node(e, nullable[r.name]))))
