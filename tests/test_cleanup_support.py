@@ -219,8 +219,22 @@ def prefixes(strings: frozenset[tuple], k: int) -> frozenset[tuple]:
     return frozenset(s[:i] for s in strings for i in range(min(len(s), k) + 1))
 
 
-HAVE_REFERENCE = importlib.util.find_spec("gramopt.verify.reference") is not None \
-    if importlib.util.find_spec("gramopt.verify") is not None else False
+HAVE_VERIFY = importlib.util.find_spec("gramopt.verify") is not None and \
+    importlib.util.find_spec("gramopt.verify.check") is not None
+
+
+def assert_verified(a: Grammar, b: Grammar, quick: bool = True) -> None:
+    """``gramopt.verify.check_equivalence`` finds no difference (every byte prefix up to
+    the bound through the reference Earley recognizers, production coverage, random
+    derivations each way, exact comparison where regular). Skipped silently while
+    gramopt.verify is absent."""
+    if not HAVE_VERIFY:
+        return
+    from gramopt.verify import Bounds, check_equivalence
+    bounds = Bounds(max_len=5, min_prefixes=300, seconds=0.2, coverage_seconds=0.2,
+                    derivations=40, derivation_seconds=0.2) if quick else Bounds()
+    result = check_equivalence(a, b, bounds)
+    assert result.ok, f"{result}\n{a.rules}\n{b.rules}"
 
 
 def assert_same_language(a: Grammar, b: Grammar, k: int = 6, sigma: str | None = None) -> None:
