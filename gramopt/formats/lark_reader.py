@@ -54,10 +54,11 @@ from lark.grammar import Symbol
 from ..grammar import (Alt, CharClass, Directive, Epsilon, Expr, Grammar, GrammarError, Literal, Ref,
                        Regex, Repeat, Rule, SourcePos, Terminal, alt, seq)
 from .lark_source import Statement, comments, parse_statements
-from .lark_text import ci_string, range_compiles_as_written, read_literal
+from .lark_text import ci_string, range_compiles_as_written, range_endpoint, read_literal
 
 MAX_REPEAT = 100_000  # bound on ~ m..n: beyond it lark's own BNF expansion is the problem
-MAX_TEMPLATE_USES = 10_000  # a template that instantiates itself with growing arguments
+MAX_TEMPLATE_USES = 10_000  # distinct template instances in one grammar
+MAX_TEMPLATE_DEPTH = 40  # instances created while creating another: t{x} needing t{t{x}}…
 
 ImportPath = str | Callable
 
@@ -98,6 +99,7 @@ def _parse(text: str, path: str | None, start: str, import_paths: tuple) -> Gram
     if not any(s.kind in ("rule", "term", "import") for s in stmts) and start:
         raise GrammarError("empty grammar: no rule defined")
     _check_relative_imports(stmts, path, import_paths)
+    _check_aliases(stmts)
     builder = _lark_builder(text, path, import_paths, stmts)
     header, notes = comments(text, stmts)
     local, overridden, directives = _local_definitions(stmts, notes)
@@ -176,6 +178,20 @@ def _check_relative_imports(stmts: list[Statement], path: str | None, import_pat
     for st in stmts:
         if st.kind == "import" and st.tree.children[0].data == "import_rel":
             raise GrammarError("a relative %import needs the grammar's file path", st.pos)
+
+
+def _check_aliases(stmts: list[Statement]) -> None:
+    """An alias only on a top-level alternative of a rule (lark would misreport it)."""
+    for st in stmts:
+        tree = st.tree.children[0] if st.kind in ("override", "extend") else st.tree
+        if tree.data not in ("rule", "term"):
+            continue
+        top = tree.children[-1]
+        for node in top.iter_subtrees():
+            if node.data == "alias" and (node not in top.children or tree.data == "term"):
+                what = "in a terminal" if tree.data == "term" else "inside parentheses"
+                raise GrammarError(f"an alias (-> name) {what}: only a rule's top-level alternative "
+                                   f"can have one", _tree_pos(node.children[1]) or st.pos)
 
 
 # ---------------------------------------------------------------- the file's statements
@@ -319,6 +335,7 @@ class _Converter:
         self.memo: dict[tuple, str] = {}
         self.pending: list[Rule] = []
         self.uses = 0
+        self.depth = 0
 
     def take_expansions(self) -> list[Rule]:
         out, self.pending = self.pending, []
@@ -437,13 +454,17 @@ class _Converter:
         key = (tname, args)
         if key not in self.memo:
             self.uses += 1
-            if self.uses > MAX_TEMPLATE_USES:
+            if self.uses > MAX_TEMPLATE_USES or self.depth >= MAX_TEMPLATE_DEPTH:
                 raise GrammarError(f"template '{tname}' expands without end (over {MAX_TEMPLATE_USES} "
-                                   f"instances)", _tree_pos(node) or pos)
+                                   f"instances, or nested {MAX_TEMPLATE_DEPTH} deep)", _tree_pos(node) or pos)
             name = self._fresh(tname, args)
             self.memo[key] = name
             inner = dict(zip(template.params, args))
-            body, aliases = self.alternatives(template.tree, template, inner)
+            self.depth += 1
+            try:
+                body, aliases = self.alternatives(template.tree, template, inner)
+            finally:
+                self.depth -= 1
             if aliases and name.startswith("_"):
                 raise GrammarError(f"template '{tname}' is inlined (its name starts with '_') and cannot "
                                    f"have aliases", template.pos)
@@ -546,8 +567,8 @@ def _range(lo_tok: Token, hi_tok: Token, pos: SourcePos | None) -> CharClass:
         raw = str(tok)
         if not raw.endswith('"'):
             raise GrammarError(f"a range endpoint cannot have flags ({raw})", _tree_pos(tok) or where)
-        value, _ = read_literal(raw, "STRING") if raw != '""' else ("", "")
-        if len(value) != 1:
+        value = range_endpoint(raw[1:-1])
+        if value is None:
             raise GrammarError(f"a range endpoint must be one character, got {raw}", _tree_pos(tok) or where)
         raws.append((raw[1:-1], ord(value)))
     (raw_lo, lo), (raw_hi, hi) = raws

@@ -18,12 +18,14 @@ lexer treats as a string: keyword priority over a NAME regexp). The price: a han
 from __future__ import annotations
 
 import re
+import warnings
 
 from lark.exceptions import GrammarError as LarkGrammarError
 from lark.lexer import Token
 
 from ..grammar import GrammarError, Regex
 
+_SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _CI_SHAPE = re.compile(r"\(\?i:(.*)\)", re.S)
 _UNESCAPE = re.compile(r"\\(.)", re.S)
 
@@ -39,6 +41,8 @@ def read_literal(raw: str, kind: str) -> tuple[str, str]:
     try:
         pattern = _literal_to_pattern(Token(kind, raw))
     except LarkGrammarError as e:
+        if len(e.args) == 2 and isinstance(e.args[1], SyntaxError):  # lark's eval of the escapes
+            raise GrammarError(f"bad escape sequence in {raw}: {e.args[1].msg}") from None
         raise GrammarError(_first_line(e)) from None
     except (AssertionError, ValueError, SyntaxError) as e:  # lark's asserts on odd input
         raise GrammarError(f"bad literal {raw}: {e or 'malformed'}") from None
@@ -61,11 +65,29 @@ def ci_string_text(rx: Regex) -> str | None:
     return text if text and re.escape(text) == m.group(1) else None
 
 
+def range_endpoint(raw: str) -> str | None:
+    """The character lark reads from a range endpoint's quoted body ``raw`` (lark's
+    escaping *without* the string-only backslash fold), or None when it is not one
+    character (lark refuses such a range)."""
+    from lark.load_grammar import eval_escaping
+
+    try:
+        value = eval_escaping(raw)
+    except Exception:  # noqa: BLE001 - lark raises its GrammarError or SyntaxError
+        return None
+    return value if len(value) == 1 else None
+
+
 def range_compiles_as_written(raw_lo: str, raw_hi: str, lo: int, hi: int) -> bool:
     """Lark turns ``"a".."z"`` into the regexp ``[a-z]`` pasted from the raw quoted text;
-    True when that regexp is the code-point range lo..hi."""
+    True when each endpoint is one character as lark reads it and that regexp is the
+    code-point range lo..hi."""
+    if range_endpoint(raw_lo) != chr(lo) or range_endpoint(raw_hi) != chr(hi):
+        return False
     try:
-        rx = re.compile(f"[{raw_lo}-{raw_hi}]")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rx = re.compile(f"[{raw_lo}-{raw_hi}]")
     except (re.error, ValueError, OverflowError):
         return False
     probes = {lo, hi, (lo + hi) // 2, lo - 1, hi + 1, ord("-"), ord("^"), ord("]"), ord("\\")}
@@ -84,6 +106,8 @@ def quote_string(text: str) -> str:
             out.append("\\\\")
         elif c == '"':
             out.append('\\"')
+        elif c in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[c])
         elif c.isprintable() and not _is_surrogate(c):
             out.append(c)
         else:
