@@ -218,7 +218,7 @@ def _unfold(grammar: Grammar, name: str) -> Grammar:
     return grammar.with_bodies({r.name: transform(r.body, fn) for r in grammar.rules if r.name != name})
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(), st.data())
 def test_sound_unfolding_passes(grammar, data):
     name = data.draw(st.sampled_from(grammar.names))
@@ -248,7 +248,7 @@ def _mutate(grammar: Grammar, data) -> Grammar:
     return grammar.with_bodies({rule.name: transform(rule.body, fn)})
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(), st.data())
 def test_verdicts_agree_with_brute_force(grammar, data):
     other = _mutate(grammar, data)
@@ -265,3 +265,21 @@ def test_verdicts_agree_with_brute_force(grammar, data):
             assert (cex.data in judge(grammar, n)) == cex.in_original
             assert (cex.data in judge(other, n)) == cex.in_candidate
         assert cex.in_original != cex.in_candidate
+
+
+@pytest.mark.parametrize("plant", [drop_deep_alternative, remove_class_char], ids=lambda f: f.__name__)
+def test_coverage_alone_catches_dropped_alternatives(plant):
+    j = json_grammar()
+    r = check_equivalence(j, plant(j), methods=("coverage",))
+    assert not r.ok and r.counterexample.method == "production coverage"
+
+
+def test_coverage_sentences_use_every_production():
+    from gramopt.verify.coverage import coverage_sentences
+    from gramopt.verify.reference import Recognizer
+    j = json_grammar()
+    r = Recognizer(j)
+    sentences = [bytes(w) for w in coverage_sentences(r.g)]
+    assert len(sentences) == len(r.g.rhs)
+    assert all(r.accepts(w) for w in sentences)
+    assert b'"\\u0000"' in sentences  # the \u escape, in a shortest context

@@ -126,7 +126,7 @@ def _all_strings(alphabet: bytes, k: int):
             yield bytes(t)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(), st.booleans())
 def test_random_grammars_vs_brute_force(grammar, leo):
     k = 4

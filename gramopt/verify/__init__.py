@@ -3,6 +3,7 @@
     Recognizer(grammar)                          reference.py  (plain Earley, the oracle)
     check_equivalence(original, candidate, bounds=Bounds()) -> VerifyResult   check.py
         enumeration.py   every prefix up to a bound, both recognizers in lockstep
+        coverage.py      a shortest sentence through every production, both ways
         derivations.py   random sentences of each grammar checked in the other
         regular.py       exact automaton comparison for (strongly) regular grammars
     Bounds, VerifyResult, Counterexample         result.py

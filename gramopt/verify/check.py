@@ -2,9 +2,9 @@
 
     check_equivalence(original, candidate, bounds=Bounds(), methods=METHODS) -> VerifyResult
 
-Runs bounded enumeration (shortest differences first), random derivations both ways,
-and the exact automaton comparison where both grammars are regular; stops at the first
-difference. Each method's coverage is in ``stats[method]``.
+Runs bounded enumeration (shortest differences first), production coverage (a sentence
+through every production, both ways), random derivations both ways, and the exact
+automaton comparison where both grammars are regular; stops at the first difference. Each method's coverage is in ``stats[method]``.
 
 Soundness. Every counterexample a method reports is re-judged by the two reference
 recognizers before it is returned (a method that disagreed with them would be a bug in
@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 
 from ..grammar import Grammar
+from .coverage import coverage_check
 from .derivations import derivation_check
 from .enumeration import enumerate_check
 from .reference import Recognizer
@@ -32,6 +33,7 @@ from .symbols import grammar_atoms, is_lark
 
 METHODS = {
     "enumeration": enumerate_check,
+    "coverage": coverage_check,
     "derivations": derivation_check,
     "exact": exact_check,
 }

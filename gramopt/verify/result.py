@@ -23,6 +23,7 @@ class Bounds:
     seconds       the time budget of the enumeration runs out first (reported: the bound
                   counts as met when either of the two above was reached)
     max_prefix_len  no prefix longer than this is enumerated
+    coverage_seconds  time budget of production coverage (one sentence per production)
     derivations   random sentences derived from each grammar, checked in the other,
     derivation_seconds  within this time budget (reported when it cuts the count short)
     max_depth     derivation depth after which derivations take shortest completions
@@ -35,6 +36,7 @@ class Bounds:
     min_prefixes: int = 20_000
     seconds: float = 0.6
     max_prefix_len: int = 256
+    coverage_seconds: float = 0.5
     derivations: int = 200
     derivation_seconds: float = 0.5
     max_depth: int = 24
