@@ -106,3 +106,19 @@ def test_corpus_planted_bugs_quick(path, samples):
 @pytest.mark.parametrize("path,samples", _cases(quick=False))
 def test_corpus_planted_bugs_all(path, samples):
     _check_case(path, samples)
+
+
+def test_lark_corpus_grammar_against_itself_and_a_plant():
+    path = os.path.join(CORPUS, "lark", "outlines__json.lark")
+    if not os.path.exists(path):
+        pytest.skip("corpus missing")
+    pytest.importorskip("gramopt.formats.lark", reason="Lark reader not landed yet")
+    from gramopt.formats import read
+    from gramopt.grammar import Literal
+    grammar = read(path)
+    assert check_equivalence(grammar, read(path)).ok
+    body = grammar.rule("value").body
+    keep = [x for x in body.items if x != Literal("true")]
+    assert len(keep) == len(body.items) - 1
+    r = check_equivalence(grammar, grammar.with_bodies({"value": alt(*keep)}))
+    assert not r.ok and "'true'" in str(r.counterexample)
