@@ -34,3 +34,14 @@ def test_lark_pass_keeps_token_language(name, g):
     assert_same_language(g, out, k=5, sigma=RANDOM_ALPHABET)
     assert kappa(out) <= kappa(g)
     assert RUNS[name](out) == out
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=grammars())
+def test_simplify_passes_the_verifier(g):
+    """The shipped verifier (reference Earley recognizers, every prefix, derivations both
+    ways) agrees with the bounded enumerator: simplify never changes the language."""
+    from test_cleanup_support import assert_verified
+    out = simplify(g)
+    assert_verified(g, out, quick=False)
