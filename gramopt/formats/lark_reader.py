@@ -88,10 +88,12 @@ def parse_lark(text: str, path: str | None = None, start: str | None = None,
     """
     try:
         return _parse(text, path, "start" if start is None else start, tuple(import_paths))
-    except GrammarError:
+    except GrammarError as e:
+        if e.pos is None:  # every error names a place: the file's start when nothing better
+            raise GrammarError(e.message, SourcePos(1, 1)) from None
         raise
     except RecursionError:
-        raise GrammarError("grammar nested too deeply") from None
+        raise GrammarError("grammar nested too deeply", SourcePos(1, 1)) from None
 
 
 def _parse(text: str, path: str | None, start: str, import_paths: tuple) -> Grammar:
@@ -447,7 +449,7 @@ class _Converter:
         template = self.templates.get(tname)
         if template is None:
             raise GrammarError(f"template '{tname}' used but not defined", _tree_pos(node) or pos)
-        args = tuple(self.expr(a, False, pos, subst, d) for a in arg_nodes)
+        args = tuple(self.template_arg(a, pos, subst, d) for a in arg_nodes)
         if len(args) != len(template.params):
             raise GrammarError(f"template '{tname}' takes {len(template.params)} arguments, got {len(args)}",
                                _tree_pos(node) or pos)
@@ -471,6 +473,15 @@ class _Converter:
             self.pending.append(Rule(name, body, flags=template.flags, priority=template.priority,
                                      aliases=aliases, pos=template.pos))
         return Ref(self.memo[key])
+
+    def template_arg(self, node, pos, subst: dict, d: _Def | None) -> Expr:
+        """An argument: any value, or a bare template name (passed on to be used as ``f{x}``)."""
+        if isinstance(node, Tree) and node.data == "value":
+            node = node.children[0]
+        name, term = _symbol_name(node) if _is_symbol(node) else (None, False)
+        if name is not None and not term and name in self.templates and name not in subst:
+            return Ref(name)
+        return self.expr(node, False, pos, subst, d)
 
     def _fresh(self, tname: str, args: tuple[Expr, ...]) -> str:
         base = "__".join([tname] + [_arg_word(a) for a in args])
@@ -518,6 +529,10 @@ def _symbol_name(node) -> tuple[str, bool]:
     if isinstance(node, Tree) and node.data == "value":
         return _symbol_name(node.children[0])
     raise GrammarError(f"expected a rule or terminal name, got {node!r}"[:200])
+
+
+def _is_symbol(node) -> bool:
+    return isinstance(node, Symbol) or (isinstance(node, Tree) and node.data in ("terminal", "nonterminal"))
 
 
 def _name(node) -> str:

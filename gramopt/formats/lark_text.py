@@ -25,6 +25,7 @@ from lark.lexer import Token
 
 from ..grammar import GrammarError, Regex
 
+_RE_FLAGS = "imslux"  # lark's regexp flags, in the canonical order gramopt keeps them
 _SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _CI_SHAPE = re.compile(r"\(\?i:(.*)\)", re.S)
 _UNESCAPE = re.compile(r"\\(.)", re.S)
@@ -34,7 +35,8 @@ _UNESCAPE = re.compile(r"\\(.)", re.S)
 
 
 def read_literal(raw: str, kind: str) -> tuple[str, str]:
-    """(value, flags) of a lark STRING or REGEXP token ``raw``; lark's GrammarError
+    """(value, flags) of a lark STRING or REGEXP token ``raw``, flags in the order
+    ``imslux`` (their order does not matter to lark); lark's GrammarError
     (bad escape, newline without the x flag, empty literal) becomes ours."""
     from lark.load_grammar import _literal_to_pattern
 
@@ -46,7 +48,7 @@ def read_literal(raw: str, kind: str) -> tuple[str, str]:
         raise GrammarError(_first_line(e)) from None
     except (AssertionError, ValueError, SyntaxError) as e:  # lark's asserts on odd input
         raise GrammarError(f"bad literal {raw}: {e or 'malformed'}") from None
-    return pattern.value, "".join(pattern.flags)
+    return pattern.value, "".join(f for f in _RE_FLAGS if f in pattern.flags)  # lark keeps a set
 
 
 def ci_string(text: str) -> Regex:
@@ -145,8 +147,8 @@ def quote_regexp(pattern: str, flags: str = "") -> str:
             out.append("\\x22")
         elif c == "'":
             out.append("\\x27")
-        elif c == "\n":
-            out.append("\\n")
+        elif c in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[c])
         elif c.isprintable() and not _is_surrogate(c):
             out.append(c)
         else:
