@@ -278,6 +278,7 @@ ERRORS = [
     ('start: "a"\n%ignore WS\n', "marked to ignore but were not defined", 2, 9),
     ('start: A\nA: ""\n', "terminal 'A' is empty", 2, 1),
     ('start: "a"\n\x00', "unexpected character", 2, 1),
+    ('start: "a"\n%ignore \n', "%ignore needs an argument", 2, 1),
 ]
 
 

@@ -55,6 +55,7 @@ from ..grammar import (Alt, CharClass, Directive, Epsilon, Expr, Grammar, Gramma
                        Regex, Repeat, Rule, SourcePos, Terminal, alt, seq)
 from .lark_source import Statement, comments, parse_statements
 from .lark_text import ci_string, range_compiles_as_written, range_endpoint, read_literal
+from .lark_writer import expr_text
 
 MAX_REPEAT = 100_000  # bound on ~ m..n: beyond it lark's own BNF expansion is the problem
 MAX_TEMPLATE_USES = 10_000  # distinct template instances in one grammar
@@ -275,8 +276,6 @@ def _imports(st: Statement) -> list[Directive]:
 
 
 def _ignore_directive(d: _PendingIgnore, conv: "_Converter") -> Directive:
-    from .lark_writer import expr_text
-
     expr = conv.expr(d.tree, is_term=True, pos=d.pos)
     if isinstance(expr, Epsilon):
         raise GrammarError("%ignore of an empty expression", d.pos)

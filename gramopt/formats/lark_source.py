@@ -45,16 +45,24 @@ def parse_statements(text: str) -> list[Statement]:
         raise GrammarError(_explain(e), _pos_of(e)) from None
     except LarkError as e:
         raise GrammarError(f"lark: {_first_line(e)}") from None
-    out = []
+    out: list[Statement] = []
     for stmt in tree.children:
         toks = [t for t in stmt.scan_values(lambda v: isinstance(v, Token))]
-        if not toks:  # cannot happen for lark's grammar of grammars; be safe
-            continue
+        if not toks:  # "%ignore" with nothing after it: lark keeps no token to place it
+            raise GrammarError(f"%{stmt.data} needs an argument", _keyword_pos(text, stmt.data, out))
         first = min(toks, key=lambda t: t.start_pos or 0)
         last = max(toks, key=lambda t: t.end_pos or 0)
         out.append(Statement(stmt.data, stmt, SourcePos(first.line, first.column), first.start_pos,
                              last.end_pos, last.end_line))
     return out
+
+
+def _keyword_pos(text: str, keyword: str, before: list[Statement]) -> SourcePos:
+    """Where ``%keyword`` first appears after the statements already read."""
+    i = text.find("%" + keyword, before[-1].end if before else 0)
+    if i < 0:
+        return SourcePos(1, 1)
+    return SourcePos(text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1)
 
 
 def _explain(e: UnexpectedInput) -> str:
