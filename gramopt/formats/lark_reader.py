@@ -212,6 +212,8 @@ def _local_definitions(stmts: list[Statement], notes: dict[int, str]):
             local[d.name] = d
         elif st.kind in ("override", "extend"):
             d = _definition(st.tree.children[0], st.pos, notes.get(i, ""))
+            if d.name in local and (d.params or local[d.name].params):
+                raise GrammarError(f"%{st.kind} of the template '{d.name}' is not supported", st.pos)
             if st.kind == "extend" and d.name in local:
                 local[d.name].extensions.insert(0, d.tree)
             elif st.kind == "override" and d.name in local:
