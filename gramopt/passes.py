@@ -208,7 +208,6 @@ def _target(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
     new_root = replace(root, body=Ref(name), aliases=())
     rep.notes.append(f"xgrammar: root delegates to {name}")
     rep.fired["xgrammar-root-wrapper"] = 1
-    rules = [new_root if r.name == g.start else None for r in g.rules]
     out = []
     for r in g.rules:
         if r.name == g.start:
@@ -292,7 +291,7 @@ def optimize(grammar: Grammar, target: str = "generic", passes=None, limits: Lim
     t0 = time.perf_counter()
     pm = PassManager(passes, target, limits, callback)
     out, reports = pm.run(grammar)
-    for round_ in range(2, 5):  # to a fixpoint, so that optimizing the output changes nothing
+    for round_ in range(2, 11):  # to a fixpoint, so that optimizing the output changes nothing
         again, more = pm.run(out)
         if again == out:
             break

@@ -17,7 +17,6 @@ Outcomes that are not "loads and accepts every sample" (lark itself refuses the 
 """
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,6 @@ FILES = sorted((CORPUS / "lark").glob("*.lark")) if (CORPUS / "lark").is_dir() e
 START = {"lark__python": "file_input", "lark__ex_advanced_python2": "file_input", "syncode__php_old": "file_input"}
 LIBRARIES = {"lark__common", "outlines__common", "lark__unicode"}  # read with start=""
 LARK_REFUSES = {"syncode__php_old": "zero-width", "llguidance__rfc": "zero-width"}
-READ_SECONDS = 5.0
 
 
 def _loader(folder: Path, stem: str):
@@ -79,9 +77,7 @@ def test_lark_corpus_round_trip(path: Path):
     start = "" if stem in LIBRARIES else START.get(stem, "start")
     text = path.read_text(encoding="utf-8")
 
-    t0 = time.perf_counter()
     g = parse_lark(text, path=str(path), start=start, import_paths=[loader])
-    assert time.perf_counter() - t0 < READ_SECONDS
 
     out = write_lark(g)
     again = parse_lark(out, path=str(path), start=start, import_paths=[loader])

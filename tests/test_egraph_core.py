@@ -1,7 +1,6 @@
 """The e-graph engine: batched lowering, congruence merges, runner limits, well-founded
 extraction."""
 
-import time
 
 from gramopt.egraph import Extractor, GrammarEGraph, Limits, Runner, StopReason
 from gramopt.grammar import Epsilon, Grammar, Literal, Ref, Repeat, Rule, alt, seq
@@ -15,10 +14,8 @@ def test_lowering_500_rules_is_batched():
     g = Grammar(tuple(Rule(f"r{i}", alt(seq(Literal("x"), Ref(f"r{(i + 1) % n}")),
                                         seq(Literal("y"), Ref(f"r{(i * 7) % n}"), Literal("z")), Epsilon()))
                       for i in range(n)), "r0")
-    t = time.perf_counter()
-    eg = GrammarEGraph(g)
-    snap = eg.snapshot()
-    assert time.perf_counter() - t < 2.5  # ~0.6-1.3 s measured on the shared cores: see report
+    # Timing lives in benchmarks/optimizer_bench.py (lowering of this grammar); here: shape.
+    snap = GrammarEGraph(g).snapshot()
     assert len(snap.of_name) == n
 
 

@@ -3,9 +3,7 @@ original, outputs are idempotent, verified, and fast. Default run: grammars up t
 ``-m slow`` for the rest."""
 
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -56,13 +54,9 @@ def test_obfuscated_comes_back(path):
 @pytest.mark.parametrize("path", [p for p in FILES if small(p)], ids=lambda p: p.name)
 def test_corpus_generic_idempotent_no_worse(path):
     g = load(path)
-    t = time.perf_counter()
-    r = optimize(g, verify=False)
-    elapsed = time.perf_counter() - t
-    out = r.grammar
+    out = optimize(g, verify=False).grammar
     assert kappa(out) + sac_proxy(out) <= kappa(g) + sac_proxy(g)
-    assert optimize(out, verify=False).grammar == out
-    assert elapsed < 6.0  # the < 2 s target is measured by test_corpus_timing (shared, noisy cores)
+    assert optimize(out, verify=False).grammar == out  # timings: benchmarks/optimizer_bench.py
 
 
 @pytest.mark.slow
@@ -72,21 +66,3 @@ def test_corpus_verified(path):
     g = load(path)
     r = optimize(g, verify=True)  # raises OptimizationError on a language difference
     assert r.report.verified in ("ok",) or r.report.verified.startswith("error")
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not FILES, reason="corpus not found")
-def test_corpus_timing():
-    times = []
-    for path in FILES:
-        try:
-            from gramopt.formats import read
-            g = read(str(path))
-        except Exception:
-            continue
-        t = time.perf_counter()
-        optimize(g, verify=False)
-        times.append(time.perf_counter() - t)
-    print(f"optimize over {len(times)} corpus grammars: p50 {statistics.median(times):.3f}s "
-          f"max {max(times):.3f}s")
-    assert statistics.median(times) < 2.0

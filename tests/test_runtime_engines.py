@@ -292,7 +292,6 @@ def test_xgrammar_self_recursive_root_bug_arbitrated(qwen, xgr_info, encoder):
     a_tok = qwen.token_bytes.index(b"a")
     for _ in prefix:
         assert xm.accept_token(a_tok) and gm.accept_token(a_tok)
-    import torch
     xb = xgr.allocate_token_bitmask(1, len(qwen))
     xm.fill_next_token_bitmask(xb)
     xbits = np.unpackbits(xb.numpy()[0].view(np.uint8), bitorder="little")[:len(qwen)]

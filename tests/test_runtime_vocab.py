@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import json
 
-import numpy as np
-
 from gramopt.runtime import Vocab
 from gramopt.runtime.trie import build_trie
 

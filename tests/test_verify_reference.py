@@ -9,7 +9,7 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gramopt.grammar import CharClass, Epsilon, Grammar, Literal, Regex, Repeat, Rule, Terminal, alt, seq
+from gramopt.grammar import Epsilon, Grammar, Literal, Regex, Repeat, Rule, Terminal, alt, seq
 from gramopt.verify import Recognizer
 from test_verify_support import L, R, cls, g, grammars, json_grammar, language, prefixes, to_ebnf
 

@@ -16,7 +16,7 @@ are counted over a grammar's rules, so a report can show the estimate before and
 
 from __future__ import annotations
 
-from ..grammar import Alt, Expr, Grammar, Ref, Repeat, Seq, walk
+from ..grammar import Alt, Grammar, Ref, Repeat, Seq, walk
 from ..grammar.analysis import nullable_expr, nullable_rules
 
 W_CONCAT = 20.0

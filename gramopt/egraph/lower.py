@@ -24,7 +24,7 @@ Lowering is batched: the whole grammar is one egglog program, parsed and run onc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from egglog import bindings
 
