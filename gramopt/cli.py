@@ -52,7 +52,24 @@ def _parser() -> argparse.ArgumentParser:
                    help="skip the language-equivalence check of the output (not recommended)")
     o.add_argument("-j", "--jobs", type=int, default=0, help="worker processes for a folder (0 = cores)")
     o.set_defaults(run=cmd_optimize)
+
+    for name, module in _command_modules():
+        sp = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        module.add_arguments(sp)
+        sp.set_defaults(run=module.run)
     return p
+
+
+def _command_modules():
+    """Further subcommands live one per module in ``gramopt/commands/`` (``verify``,
+    ``bench``, ``calibrate``): each has ``HELP``, ``add_arguments(parser)`` and
+    ``run(args) -> exit code``, and imports its heavy dependencies inside ``run``."""
+    import importlib
+    import pkgutil
+    from . import commands
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            yield info.name, importlib.import_module(f"{commands.__name__}.{info.name}")
 
 
 def _version() -> str:

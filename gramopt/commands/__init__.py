@@ -1,0 +1,1 @@
+"""Subcommands beyond analyze/convert/optimize, one module each (see ``gramopt.cli``)."""
