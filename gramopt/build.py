@@ -18,29 +18,26 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
-from .formats import read, write, write_file
+from .formats import output_dialect, read, write, write_file
 from .grammar import GrammarError
 
-GRAMMAR_EXTENSIONS = (".gbnf", ".ebnf", ".lark", ".goebnf")
+GRAMMAR_EXTENSIONS = (".gbnf", ".ebnf", ".lark", ".goebnf", ".cfg")
 CACHE_NAME = ".gramopt-cache.json"
 EXIT_OK, EXIT_CHANGED, EXIT_USAGE, EXIT_UNSOUND = 0, 1, 2, 3
 
 
-def _out_dialect(grammar, to: str | None) -> str:
-    return to or ("ebnf" if grammar.dialect == "goebnf" else grammar.dialect)
-
-
-def optimize_text(path: str, dialect: str | None, to: str | None, **options):
+def optimize_text(path: str, dialect: str | None, to: str | None, output: str | None = None,
+                  start: str | None = None, **options):
     """Read ``path``, optimize, and return (input text, output text, result)."""
     from .passes import optimize
-    grammar = read(path, dialect)  # checks encoding: a file it accepts is valid UTF-8
+    grammar = read(path, dialect, start)  # checks encoding: a file it accepts is valid UTF-8
     with open(path, encoding="utf-8") as f:
         original = f.read()
     try:
         result = optimize(grammar, **options)
     except ValueError as e:  # an unknown pass or target name
         raise GrammarError(str(e), path=path) from None
-    return original, write(result.grammar, _out_dialect(grammar, to)), result
+    return original, write(result.grammar, output_dialect(grammar, output, to, path)), result
 
 
 def unsound_message(path: str, e) -> str:
@@ -54,7 +51,7 @@ def unsound_message(path: str, e) -> str:
     return "\n".join(lines)
 
 
-def optimize_file(path: str, output: str | None, *, dialect=None, to=None, target="generic",
+def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start=None, target="generic",
                   passes=None, verify=True, report=False, as_json=False, check=False,
                   diff=False) -> int:
     from .passes import OptimizationError
@@ -64,8 +61,8 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, targe
         raise GrammarError("no output: pass -o OUT (or '-' for stdout), --check, --diff or --report",
                            path=path)
     try:
-        original, text, result = optimize_text(path, dialect, to, target=target, passes=passes,
-                                               verify=verify)
+        original, text, result = optimize_text(path, dialect, to, output, start, target=target,
+                                               passes=passes, verify=verify)
     except OptimizationError as e:
         print(unsound_message(path, e), file=sys.stderr)
         return EXIT_UNSOUND
@@ -113,9 +110,9 @@ def _job(src: str, dst: str, options: dict) -> tuple[str, int, str, float]:
     from .passes import OptimizationError
     t0 = time.perf_counter()
     try:
-        dialect, to = options.get("dialect"), options.get("to")
-        rest = {k: v for k, v in options.items() if k not in ("dialect", "to")}
-        _, text, result = optimize_text(src, dialect, to, **rest)
+        dialect, to, start = options.get("dialect"), options.get("to"), options.get("start")
+        rest = {k: v for k, v in options.items() if k not in ("dialect", "to", "start")}
+        _, text, result = optimize_text(src, dialect, to, dst, start, **rest)
         os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
         write_file(dst, text)
         before, after = result.report.kappa_before, result.report.kappa_after
@@ -130,7 +127,7 @@ def optimize_folder(indir: str, outdir: str, *, jobs: int = 0, report: bool = Fa
                     **options) -> int:
     files = _grammar_files(indir)
     if not files:
-        raise GrammarError("no grammar files (.gbnf .ebnf .lark .goebnf) in folder", path=indir)
+        raise GrammarError("no grammar files (.gbnf .ebnf .lark .goebnf .cfg) in folder", path=indir)
     os.makedirs(outdir, exist_ok=True)
     cache_path = os.path.join(outdir, CACHE_NAME)
     try:

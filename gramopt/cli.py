@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from .formats import DIALECTS, read, write, write_file
+from .formats import DIALECTS, WRITABLE, output_dialect, read, write, write_file
 from .grammar import GrammarError
 
 EXIT_OK, EXIT_CHANGED, EXIT_USAGE, EXIT_UNSOUND, EXIT_INTERRUPTED, EXIT_INTERNAL = 0, 1, 2, 3, 130, 70
@@ -28,20 +28,24 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("file")
     a.add_argument("--dialect", choices=DIALECTS, help="override the dialect from the extension")
     a.add_argument("--json", action="store_true", help="machine-readable output")
+    a.add_argument("--start", help="start rule (default: the dialect's; a Lark file without one is "
+                                   "analyzed as a rule library)")
     a.set_defaults(run=cmd_analyze)
 
     c = sub.add_parser("convert", help="read a grammar and write it in another dialect")
     c.add_argument("file")
     c.add_argument("-o", "--output", default="-", help="output file ('-' = stdout, the default)")
     c.add_argument("--dialect", choices=DIALECTS, help="input dialect (default: from the extension)")
-    c.add_argument("--to", choices=("gbnf", "ebnf", "lark"), help="output dialect (default: the input's)")
+    c.add_argument("--to", choices=WRITABLE, help="output dialect (default: the input's)")
+    c.add_argument("--start", help="start rule (default: the dialect's)")
     c.set_defaults(run=cmd_convert)
 
     o = sub.add_parser("optimize", help="optimize a grammar (or a folder of grammars)")
     o.add_argument("input", help="grammar file or folder")
     o.add_argument("-o", "--output", help="output file or folder ('-' = stdout)")
     o.add_argument("--dialect", choices=DIALECTS, help="input dialect (default: from the extension)")
-    o.add_argument("--to", choices=("gbnf", "ebnf", "lark"), help="output dialect (default: the input's)")
+    o.add_argument("--to", choices=WRITABLE, help="output dialect (default: the input's)")
+    o.add_argument("--start", help="start rule (default: the dialect's)")
     o.add_argument("--target", choices=TARGETS, default="generic", help="engine to optimize for")
     o.add_argument("--passes", help="comma-separated pass names to run (default: the full pipeline)")
     o.add_argument("--report", action="store_true", help="print the per-pass report")
@@ -79,27 +83,29 @@ def _version() -> str:
 
 def cmd_analyze(args) -> int:
     from .summary import analyze
-    grammar = read(args.file, args.dialect)
+    try:
+        grammar = read(args.file, args.dialect, args.start)
+    except GrammarError as e:
+        # A Lark rule library (common.lark, a grammar started from another name): analyze its rules.
+        if args.start is not None or not e.message.startswith("missing start rule"):
+            raise
+        grammar = read(args.file, args.dialect, "")
     result = analyze(grammar)
     print(result.to_json() if args.json else result.format(args.file))
     return EXIT_OK
 
 
 def cmd_convert(args) -> int:
-    grammar = read(args.file, args.dialect)
-    write_file(args.output, write(grammar, args.to or _default_out_dialect(grammar)))
+    grammar = read(args.file, args.dialect, args.start)
+    write_file(args.output, write(grammar, output_dialect(grammar, args.output, args.to, args.file)))
     return EXIT_OK
-
-
-def _default_out_dialect(grammar) -> str:
-    return "ebnf" if grammar.dialect == "goebnf" else grammar.dialect
 
 
 def cmd_optimize(args) -> int:
     from .build import optimize_file, optimize_folder  # imports egglog: only when optimizing
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     options = dict(target=args.target, passes=passes, verify=not args.no_verify, to=args.to,
-                   dialect=args.dialect)
+                   dialect=args.dialect, start=args.start)
     if os.path.isdir(args.input):
         if not args.output or args.output == "-":
             raise GrammarError("optimizing a folder needs -o OUTDIR", path=args.input)

@@ -1,7 +1,7 @@
 """Readers and writers per dialect, dialect detection, atomic output.
 
-    read(path, dialect=None) -> Grammar       dialect from the extension unless given
-    parse(text, dialect, path=None) -> Grammar
+    read(path, dialect=None, start=None) -> Grammar   dialect from the extension unless given
+    parse(text, dialect, path=None, start=None) -> Grammar
     write(grammar, dialect=None) -> str       the grammar's own dialect unless given
 
 Every reader raises ``GrammarError`` (with a position) on bad input, never anything else.
@@ -14,8 +14,24 @@ import tempfile
 
 from ..grammar import Grammar, GrammarError
 
-DIALECTS = ("gbnf", "ebnf", "lark", "goebnf")
-_EXTENSIONS = {".gbnf": "gbnf", ".ebnf": "ebnf", ".lark": "lark", ".goebnf": "goebnf"}
+DIALECTS = ("gbnf", "ebnf", "lark", "goebnf", "cfg")
+WRITABLE = ("gbnf", "ebnf", "lark", "cfg")
+_EXTENSIONS = {".gbnf": "gbnf", ".ebnf": "ebnf", ".lark": "lark", ".goebnf": "goebnf", ".cfg": "cfg"}
+
+
+def output_dialect(grammar: Grammar, output: str | None, to: str | None = None,
+                   source: str | None = None) -> str:
+    """The dialect to write: ``to`` if given, else the output file's extension when it
+    names a writable dialect (``-o out.lark`` converts), else the source file's (an NLTK
+    ``.cfg`` reads as a Lark-semantics grammar but writes back as ``.cfg``), else the
+    grammar's own; Go-EBNF is written as xgrammar EBNF."""
+    if to:
+        return to
+    for path in (output if output != "-" else None, source):
+        ext_dialect = _EXTENSIONS.get(os.path.splitext(path or "")[1].lower())
+        if ext_dialect in WRITABLE:
+            return ext_dialect
+    return "ebnf" if grammar.dialect == "goebnf" else grammar.dialect
 
 
 def detect_dialect(path: str) -> str:
@@ -26,26 +42,42 @@ def detect_dialect(path: str) -> str:
     return _EXTENSIONS[ext]
 
 
-def parse(text: str, dialect: str, path: str | None = None) -> Grammar:
-    """Parse grammar ``text`` written in ``dialect``; errors carry ``path`` and the line."""
+def parse(text: str, dialect: str, path: str | None = None, start: str | None = None) -> Grammar:
+    """Parse grammar ``text`` written in ``dialect``; errors carry ``path`` and the line.
+    ``start`` names the start rule (default: the dialect's — ``root``, Lark's ``start``,
+    the first rule); for Lark, ``start=""`` reads a rule library with no start rule."""
     if dialect not in DIALECTS:
         raise GrammarError(f"unknown dialect '{dialect}' (known: {', '.join(DIALECTS)})", path=path)
     try:
+        if dialect == "lark":
+            from .lark import parse_lark
+            return parse_lark(text, path=path, start=start)
         if dialect in ("gbnf", "ebnf"):
             from .ebnf import parse_ebnf
-            return parse_ebnf(text, dialect)
-        if dialect == "goebnf":
+            grammar = parse_ebnf(text, dialect)
+        elif dialect == "goebnf":
             from .goebnf import parse_goebnf
-            return parse_goebnf(text)
-        from .lark import parse_lark
-        return parse_lark(text, path=path)
+            grammar = parse_goebnf(text)
+        else:
+            from .cfg import parse_cfg
+            grammar = parse_cfg(text)
+        return _with_start(grammar, start)
     except GrammarError as e:
         raise e.located(path, text) from None
     except RecursionError:
         raise GrammarError("grammar nested too deeply", path=path) from None
 
 
-def read(path: str, dialect: str | None = None) -> Grammar:
+def _with_start(grammar: Grammar, start: str | None) -> Grammar:
+    if not start or start == grammar.start:
+        return grammar
+    if start not in grammar.rule_map:
+        raise GrammarError(f"no rule named '{start}' to start from")
+    from dataclasses import replace
+    return replace(grammar, start=start)
+
+
+def read(path: str, dialect: str | None = None, start: str | None = None) -> Grammar:
     dialect = dialect or detect_dialect(path)
     try:
         with open(path, "rb") as f:
@@ -55,6 +87,8 @@ def read(path: str, dialect: str | None = None) -> Grammar:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
+        if dialect == "cfg":  # NLTK's grammar files predate UTF-8: Latin-1, as nltk.data reads them
+            return parse(raw.decode("latin-1"), dialect, path, start)
         line = raw[:e.start].count(b"\n") + 1
         col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
         from ..grammar import SourcePos
@@ -64,7 +98,7 @@ def read(path: str, dialect: str | None = None) -> Grammar:
         i = text.index("\x00")
         raise GrammarError("file contains a NUL byte: not a grammar",
                            SourcePos(text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1), path)
-    return parse(text, dialect, path)
+    return parse(text, dialect, path, start)
 
 
 def write(grammar: Grammar, dialect: str | None = None) -> str:
@@ -77,6 +111,9 @@ def write(grammar: Grammar, dialect: str | None = None) -> str:
     if dialect == "lark":
         from .lark import write_lark
         return write_lark(grammar)
+    if dialect == "cfg":
+        from .cfg import write_cfg
+        return write_cfg(grammar)
     if dialect == "goebnf":
         raise GrammarError("gramopt reads Go-EBNF but writes it as xgrammar EBNF: use --to ebnf")
     raise GrammarError(f"unknown dialect '{dialect}'")
