@@ -52,11 +52,16 @@ def power(e: Expr) -> tuple[Expr, int, int | None]:
     return e, 1, 1
 
 
+def _has_empty_member(item: Expr) -> bool:
+    """An ε or ``y?`` member of an alternation: then ε is in the alternation's language."""
+    return isinstance(item, Alt) and any(
+        isinstance(m, Epsilon) or (isinstance(m, Repeat) and (m.min, m.max) == (0, 1)) for m in item.items)
+
+
 def _under_star(item: Expr) -> Expr:
-    """An alternation repeated without bound, its ε members dropped and ``y?`` members
-    unwrapped: (M ∪ {ε})* = M*."""
-    if not isinstance(item, Alt):
-        return item
+    """An alternation with an ε or ``y?`` member, repeated without bound: its ε members
+    dropped and ``y?`` members unwrapped, (M ∪ {ε})* = M*. Only valid under a star (the
+    caller sets the lower bound to 0: the ε member made every x{lo,} equal to x*)."""
     members = [m.item if isinstance(m, Repeat) and (m.min, m.max) == (0, 1) else m
                for m in item.items if not isinstance(m, Epsilon)]
     return alt(*dict.fromkeys(members)) if members else Epsilon()
@@ -65,10 +70,8 @@ def _under_star(item: Expr) -> Expr:
 def canonical_repeat(e: Repeat, nullable: set[str]) -> Expr:
     """``e`` rewritten by the bound and nesting identities of the module docstring."""
     x, lo, hi = e.item, e.min, e.max
-    if hi is None:
-        starred = _under_star(x)
-        if starred != x:  # x had an ε or y? member, so x{lo,} = x* = starred*
-            x, lo = starred, 0
+    if hi is None and _has_empty_member(x):  # ε ∈ L(x), so x{lo,} = x* = (x without ε)*
+        x, lo = _under_star(x), 0
     if isinstance(x, Epsilon) or hi == 0:
         return Epsilon()
     if isinstance(x, Repeat):
