@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .analysis import FirstSet, first_sets, nullable_expr, nullable_rules
-from .expr import Alt, CharClass, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal, walk
+from .analysis import FirstSet, first_of_expr, first_sets, nullable_expr, nullable_rules
+from .expr import Alt, Expr, Ref, Repeat, Seq, walk
 from .grammar import Grammar, Rule
 
 
@@ -94,34 +94,8 @@ def _first_of(e: Expr, grammar: Grammar, nullable: set[str],
               firsts: dict[str, FirstSet]) -> FirstSet:
     ranges: set = set()
     atoms: set = set()
-
-    def go(x: Expr) -> None:
-        if isinstance(x, Literal):
-            if grammar.dialect == "lark":
-                atoms.add(x)
-            else:
-                ranges.add((ord(x.text[0]), ord(x.text[0])))
-        elif isinstance(x, CharClass):
-            ranges.update(x.code_points())
-        elif isinstance(x, (Terminal, Regex)):
-            atoms.add(x)
-        elif isinstance(x, Ref):
-            f = firsts.get(x.name)
-            if f:
-                ranges.update(f.ranges)
-                atoms.update(f.atoms)
-        elif isinstance(x, Seq):
-            for item in x.items:
-                go(item)
-                if not nullable_expr(item, nullable):
-                    break
-        elif isinstance(x, Alt):
-            for item in x.items:
-                go(item)
-        elif isinstance(x, Repeat) and x.max != 0:
-            go(x.item)
-
-    go(e)
+    first_of_expr(e, grammar.dialect == "lark", nullable, {n: f.ranges for n, f in firsts.items()},
+                  {n: f.atoms for n, f in firsts.items()}, ranges, atoms)
     return FirstSet(tuple(sorted(ranges)), frozenset(atoms))
 
 

@@ -205,42 +205,52 @@ class FirstSet:
     nullable: bool = False
 
 
-def first_sets(grammar: Grammar, nullable: set[str] | None = None) -> dict[str, FirstSet]:
-    nullable = nullable_rules(grammar) if nullable is None else nullable
-    ranges: dict[str, set[tuple[int, int]]] = {r.name: set() for r in grammar.rules}
-    atoms: dict[str, set] = {r.name: set() for r in grammar.rules}
+def first_of_expr(e: Expr, lark_tokens: bool, nullable: set[str], rule_ranges, rule_atoms,
+                  ranges: set, atoms: set) -> None:
+    """Add to ``ranges`` / ``atoms`` what can begin a string of ``e``, reading the
+    FIRST sets of referenced rules from ``rule_ranges`` / ``rule_atoms`` (name → set).
+    A literal's first code point, or under Lark semantics the literal itself (a token)."""
 
-    def go(x: Expr, rs: set, ats: set) -> None:
+    def go(x: Expr) -> None:
         if isinstance(x, Literal):
-            if grammar.dialect == "lark":
-                ats.add(x)
+            if lark_tokens:
+                atoms.add(x)
             else:
-                rs.add((ord(x.text[0]), ord(x.text[0])))
+                ranges.add((ord(x.text[0]), ord(x.text[0])))
         elif isinstance(x, CharClass):
-            rs.update(x.code_points())
+            ranges.update(x.code_points())
         elif isinstance(x, (Terminal, Regex)):
-            ats.add(x)
+            atoms.add(x)
         elif isinstance(x, Ref):
-            rs.update(ranges.get(x.name, ()))
-            ats.update(atoms.get(x.name, ()))
+            ranges.update(rule_ranges.get(x.name, ()))
+            atoms.update(rule_atoms.get(x.name, ()))
         elif isinstance(x, Seq):
             for item in x.items:
-                go(item, rs, ats)
+                go(item)
                 if not nullable_expr(item, nullable):
                     break
         elif isinstance(x, Alt):
             for item in x.items:
-                go(item, rs, ats)
+                go(item)
         elif isinstance(x, Repeat):
             if x.max != 0:
-                go(x.item, rs, ats)
+                go(x.item)
 
+    go(e)
+
+
+def first_sets(grammar: Grammar, nullable: set[str] | None = None) -> dict[str, FirstSet]:
+    """Least fixpoint of FIRST over the rules."""
+    nullable = nullable_rules(grammar) if nullable is None else nullable
+    lark = grammar.dialect == "lark"
+    ranges: dict[str, set[tuple[int, int]]] = {r.name: set() for r in grammar.rules}
+    atoms: dict[str, set] = {r.name: set() for r in grammar.rules}
     changed = True
     while changed:
         changed = False
         for r in grammar.rules:
             rs, ats = set(), set()
-            go(r.body, rs, ats)
+            first_of_expr(r.body, lark, nullable, ranges, atoms, rs, ats)
             if rs - ranges[r.name] or ats - atoms[r.name]:
                 ranges[r.name] |= rs
                 atoms[r.name] |= ats
