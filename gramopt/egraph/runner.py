@@ -102,7 +102,7 @@ class Runner:
                     report.fired[rw.name] += 1
             report.search_s += time.perf_counter() - t
             t = time.perf_counter()
-            eg.run("\n".join(program))
+            eg.run_commands(program)
             snap = eg.snapshot()
             report.apply_s += time.perf_counter() - t
             new_size = (len(snap.classes), snap.n_nodes)

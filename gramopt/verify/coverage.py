@@ -82,7 +82,8 @@ def coverage_sentences(g: Compiled, pick=min) -> Iterator[tuple[int, ...]]:
         return
     best = shortest_yields(g)
     ctx = shortest_contexts(g, best)
-    spell = [pick(t) for t in g.terms]
+    # an empty terminal (an empty char class) is never on a pruned production: no spelling
+    spell = [pick(t) if t else -1 for t in g.terms]
     for p, r in enumerate(g.rhs):
         u, v = ctx[g.lhs[p]]
         w = u + tuple(x for s in r for x in (best[s] if s >= 0 else (~s,))) + v

@@ -53,14 +53,30 @@ class Suffixes:
         self.rest: list[int] = []
 
     def id(self, lhs: int, tail: tuple[int, ...]) -> int:
-        key = (lhs, tail)
-        k = self.ids.get(key)
-        if k is None:
-            rest = self.id(lhs, tail[1:]) if tail else -1
-            k = self.ids[key] = len(self.lhs)
-            self.lhs.append(lhs)
-            self.head.append(tail[0] if tail else None)
-            self.rest.append(rest)
+        ids = self.ids
+        k = ids.get((lhs, tail))
+        if k is not None:
+            return k
+        # Iterative, not recursive: a production may have thousands of symbols. Find the
+        # longest suffix already numbered, then number the missing ones shortest first
+        # (the order the recursive definition would give).
+        n, j = len(tail), 1
+        while j <= n:
+            k = ids.get((lhs, tail[j:]))
+            if k is not None:
+                break
+            j += 1
+        else:
+            k, j = self._new(lhs, (), -1), n
+        for i in range(j - 1, -1, -1):
+            k = self._new(lhs, tail[i:], k)
+        return k
+
+    def _new(self, lhs: int, tail: tuple[int, ...], rest: int) -> int:
+        k = self.ids[(lhs, tail)] = len(self.lhs)
+        self.lhs.append(lhs)
+        self.head.append(tail[0] if tail else None)
+        self.rest.append(rest)
         return k
 
 
