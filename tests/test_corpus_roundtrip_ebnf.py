@@ -7,6 +7,7 @@ A grammar xgrammar rejects must be rejected by gramopt too, with a located Gramm
 The corpus is ``../shared/corpus`` beside the repository, or $GRAMOPT_CORPUS.
 """
 
+from corpus_location import CORPUS as _CORPUS_DIR
 import importlib.util
 import os
 from pathlib import Path
@@ -17,8 +18,7 @@ from gramopt.formats.ebnf import parse_ebnf, write_ebnf
 from gramopt.formats.goebnf import parse_goebnf
 from gramopt.grammar import GrammarError
 
-CORPUS = Path(os.environ.get("GRAMOPT_CORPUS")
-              or Path(__file__).resolve().parents[1].parent / "shared" / "corpus")
+CORPUS = _CORPUS_DIR
 FILES = sorted(p for pattern in ("gbnf/*.gbnf", "ebnf/*.ebnf", "ebnf/*.goebnf") for p in CORPUS.glob(pattern))
 
 # Grammars xgrammar loads that use what gramopt does not represent, with the reason.

@@ -16,6 +16,7 @@ Outcomes that are not "loads and accepts every sample" (lark itself refuses the 
                      accepts its sample.
 """
 
+from corpus_location import CORPUS as _CORPUS_DIR
 import os
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import pytest
 
 from gramopt.formats.lark import parse_lark, write_lark
 
-CORPUS = Path(os.environ.get("GRAMOPT_CORPUS") or Path(__file__).resolve().parents[1].parent / "shared" / "corpus")
+CORPUS = _CORPUS_DIR
 FILES = sorted((CORPUS / "lark").glob("*.lark")) if (CORPUS / "lark").is_dir() else []
 
 START = {"lark__python": "file_input", "lark__ex_advanced_python2": "file_input", "syncode__php_old": "file_input"}

@@ -3,6 +3,8 @@ canonical BNF in NLTK syntax; the corpus grammar accepts its samples."""
 
 from __future__ import annotations
 
+from corpus_location import CORPUS as _CORPUS_DIR
+
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ from gramopt.formats import parse, read, write
 from gramopt.grammar import GrammarError, Literal
 from gramopt.verify import Recognizer, check_equivalence
 
-CORPUS_CFG = Path("/work/shared/corpus/cfg/nltk__commandtalk.cfg")
+CORPUS_CFG = _CORPUS_DIR / "cfg" / "nltk__commandtalk.cfg"
 
 TOY = """# toy
 %start S

@@ -1,6 +1,7 @@
 """Malformed GBNF / xgrammar EBNF / Go-EBNF: one GrammarError with a position and a clear
 message, never another exception, never a hang (golden table + hypothesis)."""
 
+from corpus_location import CORPUS as _CORPUS_DIR
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,7 @@ _SEEDS = [
     '# h\nroot ::= "\\u00e9"? . [^"\\\\\\]-] x{0, -1}\nx ::= ("x" | )* "\\"" \n',
     'value = object | "0" … "9" .\nobject = "{" [ value { "," value } ] "}" // c\n.',
 ]
-_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+_CORPUS = _CORPUS_DIR
 for _pattern in ("gbnf/llamacpp__*.gbnf", "ebnf/xgrammar__*.ebnf", "ebnf/ollama__*.goebnf"):
     for _p in sorted(_CORPUS.glob(_pattern))[:3]:
         _SEEDS.append(_p.read_text(encoding="utf-8")[:3000])

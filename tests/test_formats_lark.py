@@ -2,6 +2,7 @@
 print → parse → print stability, literal escaping against lark itself, random IR → text →
 IR, and random / mutated text that may only raise GrammarError."""
 
+from corpus_location import CORPUS as _CORPUS_DIR
 import re
 from pathlib import Path
 
@@ -360,7 +361,7 @@ def test_random_ir_round_trips(g):
 
 # ---------------------------------------------------------------- random and mutated text
 
-_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "lark"
+_CORPUS = _CORPUS_DIR / "lark"
 _SEEDS = ['?start.2: a "x"i b* -> foo\n | (c | "d") ~ 2..3 [e] -> bar\n!a: A\n_sep{x, s}: x (s x)*\n'
           'b: _sep{a, ","} | ""\nc: "a".."z"\ne: /re\\/x/i\nA.3: "q" | B ~ 2\nB: "b"\n%ignore /[ ]+/\n'
           '%declare C\n%import common (WS, INT)\n%import common.NUMBER -> NUM\n%extend a: "z"\n']

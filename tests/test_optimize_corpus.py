@@ -2,6 +2,7 @@
 original, outputs are idempotent, verified, and fast. Default run: grammars up to 60 rules;
 ``-m slow`` for the rest."""
 
+from corpus_location import CORPUS as _CORPUS_DIR
 import os
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from obfuscate import obfuscate  # noqa: E402
 from gramopt.costmodels import kappa, sac_proxy  # noqa: E402
 from gramopt.passes import optimize  # noqa: E402
 
-CORPUS = Path(os.environ.get("GRAMOPT_CORPUS", Path(__file__).resolve().parents[1].parent / "shared" / "corpus"))
+CORPUS = _CORPUS_DIR
 FILES = sorted(list(CORPUS.glob("gbnf/*.gbnf")) + list(CORPUS.glob("ebnf/*.ebnf"))) if CORPUS.is_dir() else []
 # obfuscated forms that still come back larger than the clean grammar (reported, not hidden)
 KNOWN_WORSE = {"transformers-cfg__calflow.ebnf", "transformers-cfg__geo_query.ebnf",

@@ -8,6 +8,8 @@ avoided (xgrammar 0.2.8 and a directly self-recursive root rule) or kept as mark
 
 from __future__ import annotations
 
+from corpus_location import CORPUS as _CORPUS_DIR
+
 import glob
 import os
 
@@ -23,7 +25,7 @@ tiktoken = pytest.importorskip("tiktoken")
 
 pytestmark = pytest.mark.engines
 
-CORPUS = "/work/shared/corpus"
+CORPUS = str(_CORPUS_DIR)
 
 
 # ------------------------------------------------------------ IR → xgrammar EBNF

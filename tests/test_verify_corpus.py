@@ -5,6 +5,8 @@ language": a corpus sample of the grammar is no longer accepted."""
 
 from __future__ import annotations
 
+from corpus_location import CORPUS as _CORPUS_DIR
+
 import os
 
 import pytest
@@ -12,7 +14,7 @@ import pytest
 from gramopt.grammar import Alt, CharClass, Grammar, GrammarError, alt, transform
 from gramopt.verify import Bounds, Recognizer, check_equivalence
 
-CORPUS = "/work/shared/corpus"
+CORPUS = str(_CORPUS_DIR)
 QUICK = {"xgrammar__builtin_json.ebnf", "llamacpp__json.gbnf", "llamacpp__arithmetic.gbnf",
          "maskbench-xgrammar__BFCL_sql_72.ebnf", "maskbench-llamacpp__JME_54.gbnf",
          "transformers-cfg__PDDL_depot_typed.ebnf", "maskbench-xgrammar__Github_hard-o81117.ebnf"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from corpus_location import CORPUS as _CORPUS_DIR
+
 import itertools
 import os
 import random
@@ -189,7 +191,7 @@ def test_json_vs_xgrammar_random_strings():
         assert _xgr_accepts(text, data, terminate=True) == r.accepts(data), data
 
 
-CORPUS = "/work/shared/corpus"
+CORPUS = str(_CORPUS_DIR)
 
 
 def _corpus_cases():
