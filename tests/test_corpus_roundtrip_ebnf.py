@@ -9,7 +9,6 @@ The corpus is ``../shared/corpus`` beside the repository, or $GRAMOPT_CORPUS.
 
 from corpus_location import CORPUS as _CORPUS_DIR
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from corpus_location import CORPUS as _CORPUS_DIR
 
-from pathlib import Path
 
 import pytest
 

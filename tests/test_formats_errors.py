@@ -2,7 +2,6 @@
 message, never another exception, never a hang (golden table + hypothesis)."""
 
 from corpus_location import CORPUS as _CORPUS_DIR
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -3,7 +3,6 @@ original, outputs are idempotent, verified, and fast. Default run: grammars up t
 ``-m slow`` for the rest."""
 
 from corpus_location import CORPUS as _CORPUS_DIR
-import os
 import sys
 from pathlib import Path
 
