@@ -9,7 +9,8 @@ The default pipeline (``DEFAULT_PASSES``) reads top to bottom::
     cleanup     the IR clean-ups of gramopt/rewrites/cleanup (when present)
     saturate    lower into the e-graph, saturate every rewrite family, extract for the target
     inline      inline non-start rules where the exact κ says it pays
-    target      engine fix-ups (xgrammar: a directly self-recursive root delegates)
+    target      engine fix-ups (gramopt.targets; xgrammar: star rules, FOLLOW lookaheads,
+                a directly self-recursive root delegates)
 
 Any pass runs alone: ``passes=["delegation", "inline"]``. The e-graph passes
 "delegation", "recursion", "alternation", "repetition", "sequence" saturate with one family
@@ -27,12 +28,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable
 
 from .costmodels import kappa, sac_proxy
 from .egraph import TARGETS, ExtractionError, Extractor, GrammarEGraph, Limits, Runner
-from .grammar import Grammar, Ref, Rule, refs, rename_refs
+from .grammar import Grammar
 from .rewrites import FAMILIES, rules as rewrite_rules
 from .rewrites.inline import inline_rules, rule_kappa
 
@@ -192,30 +193,9 @@ def _inline(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
 
 
 def _target(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
-    if ctx.target != "xgrammar":
-        return g
-    root = g.rule(g.start)
-    if g.start not in refs(root.body):
-        return g
-    # xgrammar 0.2.8 computes wrong masks for a directly self-recursive root: delegate.
-    taken = set(g.names)
-    k, name = 1, f"{g.start}_rec"
-    while name in taken:
-        k += 1
-        name = f"{g.start}_rec{k}"
-    body = rename_refs(root.body, {g.start: name})
-    others = [replace(r, body=rename_refs(r.body, {g.start: name})) for r in g.rules if r.name != g.start]
-    new_root = replace(root, body=Ref(name), aliases=())
-    rep.notes.append(f"xgrammar: root delegates to {name}")
-    rep.fired["xgrammar-root-wrapper"] = 1
-    out = []
-    for r in g.rules:
-        if r.name == g.start:
-            out.append(new_root)
-            out.append(Rule(name, body))
-        else:
-            out.append(next(o for o in others if o.name == r.name))
-    return g.replace_rules(out)
+    """The engine's own fix-ups (``gramopt.targets``), each language-preserving."""
+    from .targets import apply
+    return apply(g, ctx.target, rep.notes, rep.fired)
 
 
 PASSES: dict[str, PassFn] = {
