@@ -1,4 +1,5 @@
-"""A seeded grammar obfuscator: language-preserving changes that make a grammar worse.
+"""A seeded grammar obfuscator: language-preserving changes that make a grammar worse
+(the obfuscated suite of ``gramopt bench``; ``tests/obfuscate.py`` re-exports it).
 
     delegate chains      a reference X becomes X__d1 with X__d1 ::= X__d2, X__d2 ::= X
     duplicated rules     a reference X becomes X__dup, a copy of X under a new name

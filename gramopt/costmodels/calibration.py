@@ -1,0 +1,250 @@
+"""Per-engine calibrated cost models: T_mask ≈ w·c + b, fitted by least squares.
+
+The paper's model is T_mask ≈ a·(α·c) + b with c the work counted per step; here a and α
+fold into one weight vector w. For every engine the features of a step are gramopt's own
+runtime counters on the same trajectory (``runtime.Counters``: predictions, completions,
+scans, trie nodes, Leo hits, sets), the exact SAC of the step (``costmodels.sac``) and the
+static features of the grammar form (``static_features``). xgrammar and llguidance expose
+no counters of their own: their time is *predicted* from gramopt's counters and the static
+features — what the fit says is how much of their time these explain (R²).
+
+    model = fit(rows, engine)                  Model: weights, intercept, R², residuals
+    model.node_weights                         per-e-node costs for the extractor (below)
+    save_model(model, dir); load_model(engine) JSON in costmodels/models/ (package data),
+                                               or a refit in $GRAMOPT_MODELS
+
+From fitted weights to extraction costs. The extractor prices a grammar statically, so the
+dynamic counters are first expressed through the static features: across the measured
+forms, the mean counters per step are fitted as d̄ ≈ M·s + m₀ (least squares), so the mean
+step time is T̄ ≈ (w_d·M + w_s)·s + const. The effective weight e_k of static feature k is
+the μs one more such feature costs per mask; dividing by e_κ gives costs in κ units (what
+the extractor's κ term counts), so the extractor's objective κ + Σ_k (e_k/e_κ)·n_k ranks
+forms as the engine's fitted time does. Constraints: weights are clipped to [0, CAP] (the
+extractor's monotonicity needs non-negative node costs); when e_κ ≤ 0 (κ explains none of
+the engine's time) or a fit has too few forms, the model keeps the generic weights and
+says so in ``notes``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..grammar import Alt, Grammar, Ref, Repeat, Seq, walk
+from ..grammar.analysis import nullable_expr, nullable_rules
+
+DYNAMIC = ("predictions", "completions", "scans", "trie_nodes", "leo", "sets", "sac")
+STATIC = ("kappa", "rules", "concat", "infix", "nullrep", "nullalt", "left_rec", "right_rec")
+FEATURES = DYNAMIC + STATIC
+# the node weights the extractor reads, and their generic values (sac_proxy's constants)
+NODE_KEYS = ("concat", "infix", "nullrep", "nullalt", "left_rec", "right_rec")
+CAP = 1000.0
+MODELS_DIR = os.path.join(os.path.dirname(__file__), "models")
+
+
+def generic_node_weights() -> dict:
+    from .sac_proxy import W_CONCAT, W_INFIX, W_NULLALT, W_NULLREP
+    return {"kappa": 1.0, "concat": W_CONCAT, "infix": W_INFIX, "nullrep": W_NULLREP, "nullalt": W_NULLALT,
+            "left_rec": 0.0, "right_rec": 0.0}
+
+
+def static_features(grammar: Grammar) -> dict:
+    """Counts of the shapes the SAC proxy prices (see ``sac_proxy``) plus κ, the rule
+    count, and directly left / right recursive alternatives (A → A β, A → β A with the
+    other end not A)."""
+    from .kappa import kappa
+    nullable = nullable_rules(grammar)
+    f = dict.fromkeys(STATIC, 0)
+    f["kappa"], f["rules"] = kappa(grammar), len(grammar.rules)
+    for rule in grammar.rules:
+        me = Ref(rule.name)
+        for a in (rule.body.items if isinstance(rule.body, Alt) else (rule.body,)):
+            if isinstance(a, Seq):
+                first, last = a.items[0] == me, a.items[-1] == me
+                if first and last:
+                    f["concat" if len(a.items) == 2 else "infix"] += 1
+                elif first:
+                    f["left_rec"] += 1
+                elif last:
+                    f["right_rec"] += 1
+        for node in walk(rule.body):
+            if isinstance(node, Repeat) and node.max is None and nullable_expr(node.item, nullable):
+                f["nullrep"] += 1
+            if isinstance(node, Alt):
+                f["nullalt"] += max(0, sum(1 for i in node.items if nullable_expr(i, nullable)) - 1)
+    return f
+
+
+@dataclass
+class Model:
+    engine: str
+    features: list[str]
+    weights: dict
+    intercept: float
+    r2: float
+    residuals: dict
+    n_steps: int
+    n_forms: int
+    node_weights: dict = field(default_factory=generic_node_weights)
+    notes: list[str] = field(default_factory=list)
+    fitted_on: dict = field(default_factory=dict)
+
+    def predict(self, x: dict) -> float:
+        return self.intercept + sum(self.weights[k] * float(x.get(k, 0.0)) for k in self.features)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def format(self) -> str:
+        w = ", ".join(f"{k} {v:.4g}" for k, v in self.weights.items() if v)
+        nw = ", ".join(f"{k} {v:.3g}" for k, v in self.node_weights.items())
+        return (f"{self.engine}: R² {self.r2:.3f} over {self.n_steps} steps of {self.n_forms} forms; "
+                f"T ≈ {self.intercept:.3g} μs + {w or '0'}; residual rmse {self.residuals.get('rmse', 0):.3g} μs; "
+                f"node weights {nw}" + (f" ({'; '.join(self.notes)})" if self.notes else ""))
+
+
+def least_squares(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """(w, b) minimising ‖X·w + b − y‖² (minimum-norm for collinear features: exact data
+    are recovered exactly whenever the features are linearly independent)."""
+    A = np.hstack([X, np.ones((X.shape[0], 1))])
+    sol, *_ = np.linalg.lstsq(A, y, rcond=None)
+    return sol[:-1], float(sol[-1])
+
+
+def r_squared(y: np.ndarray, pred: np.ndarray) -> float:
+    ss_res = float(np.sum((y - pred) ** 2))
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    if ss_tot == 0.0:
+        return 1.0 if ss_res == 0.0 else 0.0
+    return 1.0 - ss_res / ss_tot
+
+
+def fit(rows: list[dict], engine: str, features=FEATURES, meta: dict | None = None) -> Model:
+    """Fit T_mask (``row["t_us"]``) on ``features`` over ``rows`` (one per step, each also
+    naming its ``form``); node weights from the static features (module docstring)."""
+    if not rows:
+        raise ValueError(f"no measured steps for {engine}")
+    features = [k for k in features if any(k in r for r in rows)]
+    X = np.array([[float(r.get(k, 0.0)) for k in features] for r in rows])
+    y = np.array([float(r["t_us"]) for r in rows])
+    w, b = least_squares(X, y)
+    pred = X @ w + b
+    res = y - pred
+    by_form: dict = {}
+    for r, e in zip(rows, res):
+        by_form.setdefault(r.get("form", "?"), []).append(float(e))
+    residuals = {"rmse": float(np.sqrt(np.mean(res ** 2))), "mean_abs": float(np.mean(np.abs(res))),
+                 "p95_abs": float(np.percentile(np.abs(res), 95)), "max_abs": float(np.max(np.abs(res))),
+                 "by_form": {k: float(np.mean(v)) for k, v in sorted(by_form.items())}}
+    model = Model(engine, list(features), {k: float(v) for k, v in zip(features, w)}, b, r_squared(y, pred),
+                  residuals, len(rows), len(by_form), fitted_on=dict(meta or {}))
+    model.node_weights, notes = node_weights(model, rows)
+    model.notes += notes
+    return model
+
+
+def node_weights(model: Model, rows: list[dict]) -> tuple[dict, list[str]]:
+    """Per-e-node costs in κ units from a fitted model (module docstring)."""
+    dyn = [k for k in model.features if k in DYNAMIC]
+    stat = [k for k in model.features if k in STATIC]
+    forms: dict = {}
+    for r in rows:
+        forms.setdefault(r.get("form", "?"), []).append(r)
+    if "kappa" not in stat or len(forms) < 3:
+        return generic_node_weights(), ["too few forms or no κ feature: generic node weights"]
+    S = np.array([[float(rs[0].get(k, 0.0)) for k in stat] for rs in forms.values()])
+    eff = np.array([model.weights[k] for k in stat])
+    if dyn:
+        D = np.array([[np.mean([float(r.get(k, 0.0)) for r in rs]) for k in dyn] for rs in forms.values()])
+        M, _ = least_squares(S, D)  # D ≈ S·M + m0 : M is (static × dynamic)
+        eff = eff + M @ np.array([model.weights[k] for k in dyn])
+    e = dict(zip(stat, eff))
+    if e["kappa"] <= 1e-12:
+        return generic_node_weights(), [f"κ weight {e['kappa']:.3g} ≤ 0: generic node weights"]
+    out = {"kappa": 1.0}
+    for k in NODE_KEYS:
+        out[k] = float(np.clip(e.get(k, 0.0) / e["kappa"], 0.0, CAP)) if k in e else generic_node_weights()[k]
+    return out, []
+
+
+# ---------------------------------------------------------------- from bench results
+
+
+def rows_from_results(results: list[dict], engine: str) -> list[dict]:
+    """Steps of ``engine`` from ``gramopt bench`` results: each step's median time joined
+    with gramopt's counters and SAC at the same step of the same form, plus the form's
+    static features (the first trajectory of each case: where the counters were taken)."""
+    rows = []
+    for res in results:
+        ent = res.get("engines", {}).get(engine, {})
+        if ent.get("status") != "ok":
+            continue
+        target = ent.get("target")
+        for which, key in (("original", "original"), ("optimized", f"opt:{target}")):
+            form = res.get("forms", {}).get(key)
+            meas = ent.get(which)
+            if not form or not meas or "counters" not in form or not form["counters"]:
+                continue
+            counters = form["counters"]
+            n = min(len(meas["per_step_us"]), len(next(iter(counters.values()))))
+            sac = form.get("sac_per_token", [])
+            for i in range(n):
+                row = {k: counters[k][i] for k in DYNAMIC if k in counters}
+                row["sac"] = sac[i] if i < len(sac) else 0
+                row.update(form["static"])
+                row["t_us"] = meas["per_step_us"][i]
+                row["form"] = f"{res['name']}:{which}"
+                rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- storage
+
+
+def user_models_dir() -> str | None:
+    """Where ``gramopt calibrate`` writes and the loader looks first: $GRAMOPT_MODELS."""
+    return os.environ.get("GRAMOPT_MODELS") or None
+
+
+def save_model(model: Model, folder: str) -> str:
+    from ..formats import write_file
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{model.engine}.json")
+    write_file(path, json.dumps(model.to_json(), indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def load_model(engine: str) -> Model | None:
+    """The model for ``engine``: a refit in $GRAMOPT_MODELS, else the one shipped in the
+    package; None when there is neither."""
+    for folder in (user_models_dir(), MODELS_DIR):
+        if not folder:
+            continue
+        path = os.path.join(folder, f"{engine}.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            continue
+        return Model(**data)
+    return None
+
+
+_WEIGHTS_CACHE: dict = {}
+
+
+def engine_node_weights(target: str) -> dict | None:
+    """The extractor's node weights for ``target`` (None: no calibrated model, use the
+    generic constants). Cached per process."""
+    if target not in _WEIGHTS_CACHE:
+        m = load_model(target)
+        _WEIGHTS_CACHE[target] = dict(m.node_weights) if m is not None else None
+    return _WEIGHTS_CACHE[target]
+
+
+__all__ = ["DYNAMIC", "FEATURES", "STATIC", "Model", "engine_node_weights", "fit", "generic_node_weights",
+           "least_squares", "load_model", "node_weights", "r_squared", "rows_from_results", "save_model",
+           "static_features"]
