@@ -119,6 +119,7 @@ def form_figures(grammar, text: str, per_token: list[int], sac: bool) -> dict:
 
 def _optimize(grammar, target: str, verify: bool) -> dict:
     from ..formats import write
+    from ..grammar import GrammarError
     from ..passes import OptimizationError, optimize
     t = time.perf_counter()
     try:
@@ -129,7 +130,12 @@ def _optimize(grammar, target: str, verify: bool) -> dict:
         return {"error": f"optimizer: {type(e).__name__}: {str(e)[:200]}", "seconds": time.perf_counter() - t}
     rep = r.report
     dialect = grammar.dialect if grammar.dialect != "goebnf" else "ebnf"
-    return {"text": write(r.grammar, dialect), "dialect": dialect, "kappa_before": rep.kappa_before,
+    try:
+        text = write(r.grammar, dialect)
+    except GrammarError:  # e.g. xgrammar lookaheads, which GBNF cannot spell: EBNF is the superset
+        dialect = "ebnf"
+        text = write(r.grammar, dialect)
+    return {"text": text, "dialect": dialect, "kappa_before": rep.kappa_before,
             "kappa_after": rep.kappa_after, "sac_proxy_before": rep.sac_before,
             "sac_proxy_after": rep.sac_after, "verified": rep.verified, "seconds": rep.seconds,
             "changed": r.grammar != grammar}

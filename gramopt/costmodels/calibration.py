@@ -11,7 +11,7 @@ features — what the fit says is how much of their time these explain (R²).
     model = fit(rows, engine)                  Model: weights, intercept, R², residuals
     model.node_weights                         per-e-node costs for the extractor (below)
     save_model(model, dir); load_model(engine) JSON in costmodels/models/ (package data),
-                                               or a refit in $GRAMOPT_MODELS
+                                               or a refit in user_models_dir()
 
 From fitted weights to extraction costs. The extractor prices a grammar statically, so the
 dynamic counters are first expressed through the static features: across the measured
@@ -106,12 +106,13 @@ class Model:
                 f"node weights {nw}" + (f" ({'; '.join(self.notes)})" if self.notes else ""))
 
 
-def least_squares(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+def least_squares(X: np.ndarray, y: np.ndarray):
     """(w, b) minimising ‖X·w + b − y‖² (minimum-norm for collinear features: exact data
-    are recovered exactly whenever the features are linearly independent)."""
+    are recovered exactly whenever the features are linearly independent). ``y`` may be a
+    matrix (one column per target): then w is a matrix and b a vector."""
     A = np.hstack([X, np.ones((X.shape[0], 1))])
     sol, *_ = np.linalg.lstsq(A, y, rcond=None)
-    return sol[:-1], float(sol[-1])
+    return sol[:-1], (float(sol[-1]) if np.ndim(sol) == 1 else sol[-1])
 
 
 def r_squared(y: np.ndarray, pred: np.ndarray) -> float:
@@ -204,9 +205,14 @@ def rows_from_results(results: list[dict], engine: str) -> list[dict]:
 # ---------------------------------------------------------------- storage
 
 
-def user_models_dir() -> str | None:
-    """Where ``gramopt calibrate`` writes and the loader looks first: $GRAMOPT_MODELS."""
-    return os.environ.get("GRAMOPT_MODELS") or None
+def user_models_dir() -> str:
+    """Where ``gramopt calibrate`` writes and the loader looks first: $GRAMOPT_MODELS, else
+    $XDG_CONFIG_HOME/gramopt/models (~/.config/gramopt/models)."""
+    env = os.environ.get("GRAMOPT_MODELS")
+    if env:
+        return env
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "gramopt", "models")
 
 
 def save_model(model: Model, folder: str) -> str:
@@ -218,8 +224,8 @@ def save_model(model: Model, folder: str) -> str:
 
 
 def load_model(engine: str) -> Model | None:
-    """The model for ``engine``: a refit in $GRAMOPT_MODELS, else the one shipped in the
-    package; None when there is neither."""
+    """The model for ``engine``: a refit in ``user_models_dir()``, else the one shipped in
+    the package; None when there is neither."""
     for folder in (user_models_dir(), MODELS_DIR):
         if not folder:
             continue

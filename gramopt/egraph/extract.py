@@ -37,6 +37,16 @@ symbols plus the helper nonterminals its lowering adds (see ``costmodels/kappa.p
 an anonymous child) except that a use of a rule class costs 1 (a reference; the rule's body
 is paid once, where it is defined); a Dijkstra order over such costs is a heuristic, so one
 improvement sweep in rank order re-chooses nodes whose children keep the rank invariant.
+
+Engine weights (``NodeCost.weights``): by default the SAC-proxy weights are the generic
+constants of ``costmodels/sac_proxy.py``. A calibrated engine model
+(``costmodels/calibration.py``, fitted by ``gramopt calibrate``) replaces them with that
+engine's per-feature costs in κ units — keys ``concat``, ``infix``, ``nullrep``,
+``nullalt``, plus ``left_rec`` / ``right_rec``, charged to a sequence whose first / last
+item is a forward reference (a recursion through the class being chosen) and that is not
+already charged as A A or A op A. ``Extractor(eg, target)`` looks the model up for the
+engine targets (``engine_node_weights``; None when no model is stored, which keeps the
+generic costs); ``weights=`` overrides it. All weights are ≥ 0, so costs stay monotone.
 """
 
 from __future__ import annotations
@@ -50,6 +60,7 @@ from .lower import ENode, GrammarEGraph, Snapshot
 from .rewrite import nullable_classes
 
 TARGETS = ("generic", "xgrammar", "llguidance", "llama.cpp", "earley")
+CALIBRATED_TARGETS = ("xgrammar", "llguidance")  # engines ``gramopt calibrate`` fits a model for
 
 
 class ExtractionError(Exception):
@@ -68,6 +79,10 @@ class NodeCost:
     atoms: list
     target: str = "generic"
     lam: float = 1.0
+    weights: dict | None = None  # engine node weights (module docstring); None: the generic ones
+
+    def _w(self, key: str, generic: float) -> float:
+        return generic if self.weights is None else float(self.weights.get(key, generic))
 
     def cost(self, c: int, n: ENode, child: list[float], forward: list[bool],
              nullable: set[int], is_rule: bool) -> float:
@@ -81,11 +96,13 @@ class NodeCost:
             base = sum(child)
             ch = n.children
             if len(ch) >= 2 and ch[0] == ch[-1] and (ch[0] == c or forward[0]):
-                base += self.lam * (W_CONCAT if len(ch) == 2 else W_INFIX)
+                base += self.lam * (self._w("concat", W_CONCAT) if len(ch) == 2 else self._w("infix", W_INFIX))
+            elif self.weights is not None and len(ch) >= 2:
+                base += self.lam * (self._w("left_rec", 0.0) * forward[0] + self._w("right_rec", 0.0) * forward[-1])
         elif k == "Alt":
             base = sum(x + 1 for x in child) + (0.0 if is_rule else 3.0)
             nn = sum(1 for ch in n.children if ch in nullable)
-            base += self.lam * W_NULLALT * max(0, nn - 1)
+            base += self.lam * self._w("nullalt", W_NULLALT) * max(0, nn - 1)
         elif k == "Rep":
             x = child[0]
             lo, hi = n.data
@@ -93,7 +110,7 @@ class NodeCost:
                 # x+ ties with x x* in κ; prefer the shorter text (-0.25)
                 base = (max(lo, 1) - 1) * x + (x + 6 if lo == 0 else 2 * x + 5.75)
                 if n.children[0] in nullable:
-                    base += self.lam * W_NULLREP
+                    base += self.lam * self._w("nullrep", W_NULLREP)
             else:
                 base = lo * x + (hi - lo) * (x + 5)
         else:
@@ -118,14 +135,17 @@ class Extractor:
     """``Extractor(eg, target).extract(roots) -> Extraction``."""
 
     def __init__(self, eg: GrammarEGraph, target: str = "generic", lam: float = 1.0,
-                 relaxed: bool = False):
+                 relaxed: bool = False, weights: dict | None = None):
         self.allow_relaxed = relaxed
         if target not in TARGETS:
             raise ValueError(f"unknown target '{target}' (known: {', '.join(TARGETS)})")
         self.eg = eg
         self.snap: Snapshot = eg.snapshot()
         self.target = target
-        self.costfn = NodeCost(eg.grammar.dialect == "lark", eg.atoms, target, lam)
+        if weights is None and target in CALIBRATED_TARGETS:
+            from ..costmodels.calibration import engine_node_weights
+            weights = engine_node_weights(target)
+        self.costfn = NodeCost(eg.grammar.dialect == "lark", eg.atoms, target, lam, weights)
         self.nullable = nullable_classes(self.snap)
 
     # ------------------------------------------------------------ choice
