@@ -85,6 +85,26 @@ def test_node_weights_fold_counters_through_static_features():
     assert m.node_weights["concat"] == pytest.approx(3.0, rel=1e-6)
 
 
+def test_paired_node_weights_cancel_the_language():
+    """log T̄ = language effect + 0.1·κ + 0.5·concat + 0.2·left_rec: node weights 5 and 2
+    whatever each language's own baseline; features that never vary stay generic."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for g in range(6):
+        base = float(rng.uniform(0, 8))  # languages differ by orders of magnitude
+        for f in range(3):
+            s = dict.fromkeys(cal.STATIC, 0.0)
+            s.update(kappa=float(rng.integers(5, 50)), concat=float(rng.integers(0, 4)),
+                     left_rec=float(rng.integers(0, 4)))
+            t = float(np.exp(base + 0.1 * s["kappa"] + 0.5 * s["concat"] + 0.2 * s["left_rec"]))
+            rows += [{**s, "t_us": t, "form": f"g{g}:f{f}", "group": f"g{g}"} for _ in range(3)]
+    m = cal.fit(rows, "paired", features=list(cal.STATIC))
+    assert m.node_weights["concat"] == pytest.approx(5.0, rel=1e-3)
+    assert m.node_weights["left_rec"] == pytest.approx(2.0, rel=1e-3)
+    assert m.node_weights["infix"] == cal.generic_node_weights()["infix"]
+    assert any("paired log fit" in n for n in m.notes)
+
+
 def test_degenerate_fit_keeps_generic_weights():
     rows = [{"kappa": 5.0, "t_us": 1.0, "form": "a"}, {"kappa": 5.0, "t_us": 1.0, "form": "b"}]
     m = cal.fit(rows, "tiny", features=["kappa"])
@@ -104,6 +124,8 @@ def test_static_features():
     g = parse('root ::= s\ns ::= s s | l "x" | "y" s | s "+" s\nl ::= l "a" | "b"\n', "gbnf")
     f = cal.static_features(g)
     assert (f["concat"], f["infix"], f["left_rec"], f["right_rec"], f["rules"]) == (1, 1, 1, 1, 3)
+    assert f["lookahead"] == 0
+    assert cal.static_features(parse('root ::= a\na ::= "x" (= "y")\n', "ebnf"))["lookahead"] == 1
 
 
 def test_rows_from_bench_results():

@@ -263,8 +263,8 @@ class LlguidanceDriver(Driver):
             llnp.fill_next_token_bitmask(m, bm, 0)
             times.append(time.perf_counter() - s)
             if not m.consume_token(t):
-                raise EngineError(f"llguidance rejects token {t} at step {len(times) - 1}: "
-                                  f"{(m.get_error() or '').strip()[:120]}")
+                why = ((m.get_error() or "").strip().splitlines() or [""])[0]
+                raise EngineError(f"llguidance rejects token {t} at step {len(times) - 1}: {why[:160]}")
         return times
 
 

@@ -42,7 +42,7 @@ import numpy as np
 from .engines import DRIVERS, ENGINES, TARGET_OF, EngineError, Env, percentiles
 from .suites import Case
 
-SCHEMA = 1
+SCHEMA = 2
 CACHE_DIR = ".bench-cache"
 
 

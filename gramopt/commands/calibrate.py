@@ -21,7 +21,8 @@ HELP = "fit per-engine cost models on this machine (used by optimize --target EN
 
 def add_arguments(p) -> None:
     p.add_argument("paths", nargs="*", help="grammar files or folders (default: the bench selection)")
-    p.add_argument("--engines", default="xgrammar,llguidance,gramopt", help="comma-separated engines")
+    p.add_argument("--engines", default="gramopt,xgrammar,llguidance",
+                   help="comma-separated engines (the same list as bench's shares its cache)")
     p.add_argument("--vocab", default="qwen", help="'qwen' (default), 'bytes', or a vocabulary file")
     p.add_argument("--out", default="bench-report", help="measurement cache folder (default: bench-report)")
     p.add_argument("--models", help="folder for the fitted models (default: $GRAMOPT_MODELS or "

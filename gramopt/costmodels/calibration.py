@@ -37,7 +37,7 @@ from ..grammar import Alt, Grammar, Ref, Repeat, Seq, walk
 from ..grammar.analysis import nullable_expr, nullable_rules
 
 DYNAMIC = ("predictions", "completions", "scans", "trie_nodes", "leo", "sets", "sac")
-STATIC = ("kappa", "rules", "concat", "infix", "nullrep", "nullalt", "left_rec", "right_rec")
+STATIC = ("kappa", "rules", "concat", "infix", "nullrep", "nullalt", "left_rec", "right_rec", "lookahead")
 FEATURES = DYNAMIC + STATIC
 # the node weights the extractor reads, and their generic values (sac_proxy's constants)
 NODE_KEYS = ("concat", "infix", "nullrep", "nullalt", "left_rec", "right_rec")
@@ -53,12 +53,15 @@ def generic_node_weights() -> dict:
 
 def static_features(grammar: Grammar) -> dict:
     """Counts of the shapes the SAC proxy prices (see ``sac_proxy``) plus κ, the rule
-    count, and directly left / right recursive alternatives (A → A β, A → β A with the
-    other end not A)."""
+    count, directly left / right recursive alternatives (A → A β, A → β A with the other
+    end not A), and rules with an xgrammar lookahead assertion (not an e-node cost: the
+    xgrammar target adds them after extraction; a control in the fits, since they change
+    xgrammar's time by orders of magnitude)."""
     from .kappa import kappa
     nullable = nullable_rules(grammar)
     f = dict.fromkeys(STATIC, 0)
     f["kappa"], f["rules"] = kappa(grammar), len(grammar.rules)
+    f["lookahead"] = sum(1 for r in grammar.rules if r.lookahead is not None)
     for rule in grammar.rules:
         me = Ref(rule.name)
         for a in (rule.body.items if isinstance(rule.body, Alt) else (rule.body,)):
@@ -148,7 +151,19 @@ def fit(rows: list[dict], engine: str, features=FEATURES, meta: dict | None = No
 
 
 def node_weights(model: Model, rows: list[dict]) -> tuple[dict, list[str]]:
-    """Per-e-node costs in κ units from a fitted model (module docstring)."""
+    """Per-e-node costs in κ units (module docstring): from paired forms of one language
+    when the rows name their ``group`` (``paired_node_weights``), else from the fitted
+    affine model through the static features."""
+    if any("group" in r for r in rows):
+        out = paired_node_weights(rows)
+        if out is not None:
+            return out
+    return affine_node_weights(model, rows)
+
+
+def affine_node_weights(model: Model, rows: list[dict]) -> tuple[dict, list[str]]:
+    """Node weights from the affine fit: d̄ ≈ M·s + m₀ across forms folds the dynamic
+    weights into the static ones, e = w_s + M·w_d, then e_k / e_κ (module docstring)."""
     dyn = [k for k in model.features if k in DYNAMIC]
     stat = [k for k in model.features if k in STATIC]
     forms: dict = {}
@@ -163,11 +178,71 @@ def node_weights(model: Model, rows: list[dict]) -> tuple[dict, list[str]]:
         M, _ = least_squares(S, D)  # D ≈ S·M + m0 : M is (static × dynamic)
         eff = eff + M @ np.array([model.weights[k] for k in dyn])
     e = dict(zip(stat, eff))
-    if e["kappa"] <= 1e-12:
-        return generic_node_weights(), [f"κ weight {e['kappa']:.3g} ≤ 0: generic node weights"]
+    return _in_kappa_units(e, "affine")
+
+
+PAIRED = ("kappa",) + NODE_KEYS + ("lookahead",)  # lookahead: a control, not a node cost
+
+
+def paired_node_weights(rows: list[dict], ridge: float = 1e-6):
+    """Node weights from forms of the same language (``row["group"]``: a grammar, its
+    optimized and obfuscated forms, all on the same trajectory). Within a group the
+    trajectory and language are fixed, so the group's effect cancels: per form the mean
+    step time T̄_f, and
+
+        log T̄_f − mean_g log T̄  ≈  Σ_k β_k (s_fk − mean_g s_k)
+
+    (least squares, a tiny ridge for features that barely vary). Logarithms, because an
+    engine's step time spans orders of magnitude across grammars: an affine fit of the
+    absolute times is decided by the slowest grammar alone, while the extractor needs
+    which form of *each* language is cheaper. The extractor's objective is additive in the
+    features, as log T̄ is here, so costs β_k/β_κ in κ units rank forms as the fit does.
+    A feature that never varies within a group keeps its generic weight (the data say
+    nothing about it). None when fewer than two groups have two forms."""
+    forms: dict = {}
+    for r in rows:
+        if "group" in r and float(r["t_us"]) > 0:
+            forms.setdefault(r["form"], []).append(r)
+    groups: dict = {}
+    for f, rs in forms.items():
+        groups.setdefault(rs[0]["group"], []).append(
+            (float(np.log(np.mean([float(r["t_us"]) for r in rs]))), [float(rs[0].get(k, 0.0)) for k in PAIRED]))
+    Y, S = [], []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        y = np.array([m[0] for m in members])
+        x = np.array([m[1] for m in members])
+        Y += list(y - y.mean())
+        S += list(x - x.mean(axis=0))
+    if len(Y) < 4:
+        return None
+    S, Y = np.array(S), np.array(Y)
+    varies = [j for j in range(len(PAIRED)) if np.any(np.abs(S[:, j]) > 1e-12)]
+    if 0 not in varies:
+        return generic_node_weights(), ["κ never varies within a language: generic node weights"]
+    Sv = S[:, varies]
+    scale = float(np.sum(Sv ** 2)) or 1.0
+    A = np.vstack([Sv, np.sqrt(ridge * scale) * np.eye(len(varies))])
+    beta, *_ = np.linalg.lstsq(A, np.concatenate([Y, np.zeros(len(varies))]), rcond=None)
+    pred = Sv @ beta
+    e = {PAIRED[j]: float(b) for j, b in zip(varies, beta)}
+    out, notes = _in_kappa_units(e, "paired")
+    notes.append("log-time per feature: " + ", ".join(f"{k} {v:.3g}" for k, v in e.items()))
+    notes.append(f"paired log fit over {len(Y)} forms in {sum(1 for m in groups.values() if len(m) > 1)} "
+                 f"languages: R² {r_squared(Y, pred):.3f}")
+    return out, notes
+
+
+def _in_kappa_units(e: dict, how: str) -> tuple[dict, list[str]]:
+    """Costs e_k / e_κ clipped to [0, CAP]; features without an estimate keep the generic
+    weight; e_κ ≤ 0 (κ explains none of the time) keeps all generic weights."""
+    gen = generic_node_weights()
+    if e.get("kappa", 0.0) <= 1e-12:
+        return gen, [f"{how}: κ weight {e.get('kappa', 0.0):.3g} ≤ 0: generic node weights"]
     out = {"kappa": 1.0}
     for k in NODE_KEYS:
-        out[k] = float(np.clip(e.get(k, 0.0) / e["kappa"], 0.0, CAP)) if k in e else generic_node_weights()[k]
+        out[k] = float(np.clip(e[k] / e["kappa"], 0.0, CAP)) if k in e else gen[k]
     return out, []
 
 
@@ -198,6 +273,7 @@ def rows_from_results(results: list[dict], engine: str) -> list[dict]:
                 row.update(form["static"])
                 row["t_us"] = meas["per_step_us"][i]
                 row["form"] = f"{res['name']}:{which}"
+                row["group"] = res.get("group") or res["name"].split("~")[0]
                 rows.append(row)
     return rows
 
