@@ -19,51 +19,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..grammar import Alt, Epsilon, Grammar, Literal, Ref, Repeat, Rule, Seq, refs, transform
-
-
-def rule_kappa(rule: Rule, dialect: str) -> int:
-    """κ contributed by one rule (its nonterminals' entry/exit states and productions),
-    counted directly by the table in ``gramopt.grammar.bnf`` (cross-checked against
-    ``kappa`` in the tests): κ(G) = 1 + Σ_rules rule_kappa."""
-    lark = dialect == "lark"
-
-    def syms(e) -> tuple[int, int]:  # (symbols on the right-hand side, helper states)
-        if isinstance(e, Epsilon):
-            return 0, 0
-        if isinstance(e, Literal):
-            return (1 if lark else len(e.text)), 0
-        if isinstance(e, Seq):
-            n = h = 0
-            for i in e.items:
-                a, b = syms(i)
-                n, h = n + a, h + b
-            return n, h
-        if isinstance(e, Alt):
-            h = 2
-            for i in e.items:
-                a, b = syms(i)
-                h += a + 1 + b
-            return 1, h
-        if isinstance(e, Repeat):
-            x, h = syms(e.item)
-            lo, hi = e.min, e.max
-            if hi is None:
-                if lo == 0:
-                    return 1, h + x + 5
-                return x * (lo - 1) + 1, h + 2 * x + 5
-            k = hi - lo
-            if k == 0:
-                return x * lo, h
-            return x * lo + 1, h + k * (x + 5) - 1
-        return 1, 0
-
-    alts = rule.body.items if isinstance(rule.body, Alt) else (rule.body,)
-    total = 2
-    for a in alts:
-        n, h = syms(a)
-        total += n + 1 + h
-    return total
+from ..costmodels.kappa import rule_kappa
+from ..grammar import Grammar, Ref, Rule, refs, transform
 
 
 def _self_recursive(rule: Rule) -> bool:

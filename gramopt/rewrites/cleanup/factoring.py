@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from ...costmodels.kappa import kappa
+from ...costmodels.kappa import rule_kappa
 from ...grammar import Alt, Epsilon, Expr, Grammar, Literal, Repeat, Rule, Seq, alt, seq
 from .common import fixpoint, has_aliases, map_rules
 
@@ -124,9 +124,8 @@ def _factor(e: Expr, plug: Callable[[Expr], Expr], score: Callable[[Expr], int],
 
 
 def _rule(rule: Rule, dialect: str) -> Rule:
-    def score(body: Expr) -> int:
-        return kappa(Grammar((replace(rule, body=body, lookahead=None),), rule.name,
-                             dialect=dialect))
+    def score(body: Expr) -> int:  # κ is a sum over rules: the rule's own share decides
+        return rule_kappa(replace(rule, body=body), dialect)
     split = dialect != "lark"
     body = _factor(rule.body, lambda new: new, score, split, True, not has_aliases(rule))
     return rule if body == rule.body else replace(rule, body=body)
