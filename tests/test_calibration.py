@@ -105,6 +105,20 @@ def test_paired_node_weights_cancel_the_language():
     assert any("paired log fit" in n for n in m.notes)
 
 
+def test_anchor_and_weak_fit():
+    gen = cal.generic_node_weights()
+    # κ has no effect: A → A A keeps its generic cost and scales the others
+    out, notes = cal._in_kappa_units({"kappa": 0.0, "concat": 2.0, "left_rec": 0.5}, "t", r2=0.9)
+    assert out["concat"] == gen["concat"] and out["left_rec"] == pytest.approx(gen["concat"] / 4)
+    assert out["infix"] == gen["infix"] and "A → A A" in notes[0]
+    # negative effects clip to 0 (monotone costs)
+    out, _ = cal._in_kappa_units({"kappa": 1.0, "right_rec": -3.0}, "t", r2=0.9)
+    assert out["right_rec"] == 0.0
+    # a weak fit changes nothing
+    out, notes = cal._in_kappa_units({"kappa": 1.0, "concat": 50.0}, "t", r2=0.2)
+    assert out == gen and "generic" in notes[0]
+
+
 def test_degenerate_fit_keeps_generic_weights():
     rows = [{"kappa": 5.0, "t_us": 1.0, "form": "a"}, {"kappa": 5.0, "t_us": 1.0, "form": "b"}]
     m = cal.fit(rows, "tiny", features=["kappa"])

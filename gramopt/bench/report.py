@@ -205,6 +205,25 @@ def plot_steps(r: dict, path: str) -> bool:
     return True
 
 
+def calibration_section(results) -> list[str]:
+    """Per engine, the calibrated model fitted on these very results (not stored: that is
+    ``gramopt calibrate``): R², residuals, node weights."""
+    from ..costmodels.calibration import fit, rows_from_results
+    lines = []
+    for eng in engines_of(results):
+        rows = rows_from_results(results, eng)
+        if len(rows) < 2:
+            continue
+        m = fit(rows, eng)
+        worst = sorted(m.residuals["by_form"].items(), key=lambda kv: -abs(kv[1]))[:3]
+        lines.append(f"- **{eng}**: R² {m.r2:.3f} over {m.n_steps} steps of {m.n_forms} forms; residual rmse "
+                     f"{m.residuals['rmse']:.3g} μs, p95 |residual| {m.residuals['p95_abs']:.3g} μs; largest mean "
+                     f"residuals: " + ", ".join(f"{k} {v:+.3g} μs" for k, v in worst))
+        lines.append("  node weights (κ units): " + ", ".join(f"{k} {v:.3g}" for k, v in m.node_weights.items())
+                     + (f" — {'; '.join(m.notes)}" if m.notes else ""))
+    return lines
+
+
 def write_report(results: list[dict], out_dir: str, notes=(), meta: dict | None = None,
                  plots: bool = True) -> dict:
     """Write ``report.md`` (and the plots, when matplotlib is installed) under ``out_dir``;
@@ -240,6 +259,9 @@ def write_report(results: list[dict], out_dir: str, notes=(), meta: dict | None 
     for eng in engines_of(results):
         out += [f"## {eng}", "", engine_table(results, eng), ""]
     out += ["## Target choices", "", targets_table(results), ""]
+    cal = calibration_section(results)
+    if cal:
+        out += ["## Calibration (T_mask ≈ w·c + b on these measurements)", ""] + cal + [""]
     steps = [p for p in made if os.sep + "steps" + os.sep in p]
     if steps:
         out += ["## Mask time per step", ""]

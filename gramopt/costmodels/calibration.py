@@ -13,16 +13,22 @@ features — what the fit says is how much of their time these explain (R²).
     save_model(model, dir); load_model(engine) JSON in costmodels/models/ (package data),
                                                or a refit in user_models_dir()
 
-From fitted weights to extraction costs. The extractor prices a grammar statically, so the
-dynamic counters are first expressed through the static features: across the measured
-forms, the mean counters per step are fitted as d̄ ≈ M·s + m₀ (least squares), so the mean
-step time is T̄ ≈ (w_d·M + w_s)·s + const. The effective weight e_k of static feature k is
-the μs one more such feature costs per mask; dividing by e_κ gives costs in κ units (what
-the extractor's κ term counts), so the extractor's objective κ + Σ_k (e_k/e_κ)·n_k ranks
-forms as the engine's fitted time does. Constraints: weights are clipped to [0, CAP] (the
-extractor's monotonicity needs non-negative node costs); when e_κ ≤ 0 (κ explains none of
-the engine's time) or a fit has too few forms, the model keeps the generic weights and
-says so in ``notes``.
+From fitted weights to extraction costs. The extractor prices a grammar statically, so a
+node's cost is the effect of one more static feature (A → A A, A op A, (x?)*, nullable
+alternatives, left / right recursion) on the engine's step time, in the unit the
+extractor's κ term counts:
+
+* paired (used when the rows come from ``gramopt bench``, which names each form's
+  language): forms of one language (a grammar, its optimized and obfuscated forms) share
+  the trajectory, so the language's own cost cancels within the group; log T̄ is fitted
+  on the within-group feature differences (``paired_node_weights``);
+* affine (rows without languages): the dynamic weights are folded into the static ones
+  through d̄ ≈ M·s + m₀ fitted across forms, e = w_s + M·w_d (``affine_node_weights``).
+
+Constraints: costs are clipped to [0, CAP] (the extractor's monotonicity needs
+non-negative node costs); the unit is κ when κ's own effect is positive, else A → A A
+keeps its generic cost and anchors the others; a weak fit (paired R² < 0.5), or one where
+neither has a positive effect, keeps the generic weights — each case says so in ``notes``.
 """
 
 from __future__ import annotations
@@ -170,7 +176,7 @@ def affine_node_weights(model: Model, rows: list[dict]) -> tuple[dict, list[str]
     for r in rows:
         forms.setdefault(r.get("form", "?"), []).append(r)
     if "kappa" not in stat or len(forms) < 3:
-        return generic_node_weights(), ["too few forms or no κ feature: generic node weights"]
+        return generic_node_weights(), ["affine: too few forms or no κ feature: generic node weights"]
     S = np.array([[float(rs[0].get(k, 0.0)) for k in stat] for rs in forms.values()])
     eff = np.array([model.weights[k] for k in stat])
     if dyn:
@@ -227,23 +233,39 @@ def paired_node_weights(rows: list[dict], ridge: float = 1e-6):
     beta, *_ = np.linalg.lstsq(A, np.concatenate([Y, np.zeros(len(varies))]), rcond=None)
     pred = Sv @ beta
     e = {PAIRED[j]: float(b) for j, b in zip(varies, beta)}
-    out, notes = _in_kappa_units(e, "paired")
+    r2 = r_squared(Y, pred)
+    out, notes = _in_kappa_units(e, "paired", r2)
     notes.append("log-time per feature: " + ", ".join(f"{k} {v:.3g}" for k, v in e.items()))
     notes.append(f"paired log fit over {len(Y)} forms in {sum(1 for m in groups.values() if len(m) > 1)} "
-                 f"languages: R² {r_squared(Y, pred):.3f}")
+                 f"languages: R² {r2:.3f}")
     return out, notes
 
 
-def _in_kappa_units(e: dict, how: str) -> tuple[dict, list[str]]:
-    """Costs e_k / e_κ clipped to [0, CAP]; features without an estimate keep the generic
-    weight; e_κ ≤ 0 (κ explains none of the time) keeps all generic weights."""
+MIN_PAIRED_R2 = 0.5
+
+
+def _in_kappa_units(e: dict, how: str, r2: float | None = None) -> tuple[dict, list[str]]:
+    """Node costs from per-feature effects ``e``, clipped to [0, CAP]; a feature without an
+    estimate keeps its generic weight.
+
+    The unit: κ when its own effect is positive (e_k / e_κ). Measured, κ often has none
+    (a smaller grammar is not a faster one), and then the scale is anchored on the best
+    identified shape, A → A A: it keeps its generic cost W_CONCAT and every other feature
+    costs W_CONCAT·e_k/e_concat. Neither positive, or a paired fit explaining less than
+    ``MIN_PAIRED_R2`` of the variance: all generic (the data do not support a change)."""
     gen = generic_node_weights()
-    if e.get("kappa", 0.0) <= 1e-12:
-        return gen, [f"{how}: κ weight {e.get('kappa', 0.0):.3g} ≤ 0: generic node weights"]
+    if r2 is not None and r2 < MIN_PAIRED_R2:
+        return gen, [f"{how}: R² {r2:.2f} < {MIN_PAIRED_R2}: generic node weights"]
+    if e.get("kappa", 0.0) > 1e-12:
+        unit, anchor = e["kappa"], "κ"
+    elif e.get("concat", 0.0) > 1e-12:
+        unit, anchor = e["concat"] / gen["concat"], "A → A A"
+    else:
+        return gen, [f"{how}: neither κ nor A → A A has a positive effect: generic node weights"]
     out = {"kappa": 1.0}
     for k in NODE_KEYS:
-        out[k] = float(np.clip(e[k] / e["kappa"], 0.0, CAP)) if k in e else gen[k]
-    return out, []
+        out[k] = float(np.clip(e[k] / unit, 0.0, CAP)) if k in e else gen[k]
+    return out, [f"{how}: costs anchored on {anchor}"]
 
 
 # ---------------------------------------------------------------- from bench results
