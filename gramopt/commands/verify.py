@@ -1,0 +1,193 @@
+"""Check that an optimized grammar is equivalent to its original.
+
+Without --decode: the optimizer's language checks (bounded enumeration, production
+coverage, random derivations, and an exact automaton comparison where the grammars are
+regular). With --decode: a decoding loop (a small seeded transformer, or a local Hugging
+Face model with --model) samples under the original grammar's mask, and at every step the
+optimized grammar's mask — in gramopt's runtime, and in xgrammar's when it is installed —
+must equal the original's word for word, and both must agree on termination. Prints a
+table (steps, mismatches, mask time per engine, forward time, tokens/s, speedup).
+
+Exit 0 when no difference was found, 3 on a difference, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import time
+
+HELP = "check an optimized grammar against its original (language, or lockstep decoding with --decode)"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("original", help="the original grammar")
+    p.add_argument("optimized", help="the optimized grammar")
+    p.add_argument("--dialect", help="input dialect of both files (default: from the extensions)")
+    p.add_argument("--start", help="start rule (default: the dialect's)")
+    p.add_argument("--decode", action="store_true", help="lockstep decoding check instead of the language check")
+    p.add_argument("--steps", type=int, default=128, help="tokens per row and seed (default 128)")
+    p.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1 (default 3)")
+    p.add_argument("--batch", type=int, default=1, help="rows decoded together (default 1)")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="where the model runs and masks are applied (default: cuda when available)")
+    p.add_argument("--vocab", default="qwen",
+                   help="'qwen' (default), 'bytes' (256 one-byte tokens + EOS), or a tiktoken / tokenizer.json file")
+    p.add_argument("--model", help="a local Hugging Face model folder (default: gramopt's tiny seeded transformer)")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
+    p.add_argument("--top-k", type=int, default=50, help="sample among the k best allowed tokens (0: all; default 50)")
+    p.add_argument("--greedy", action="store_true", help="argmax decoding (one trajectory per prompt)")
+    p.add_argument("--min-tokens", type=int, default=32,
+                   help="block the stop token before this many tokens when anything else is allowed (default 32)")
+    p.add_argument("--samples", nargs="*",
+                   help="texts whose token frequencies bias the tiny model (default: ORIGINAL's "
+                        "STEM.sample*.txt beside it)")
+    p.add_argument("--no-xgrammar", action="store_true", help="do not compare with xgrammar's masks")
+    p.add_argument("--no-measure", action="store_true", help="skip the serving runs (tokens/s, overlap)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads on --device cpu (default 1: the other core computes masks)")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+
+
+def run(args) -> int:
+    from ..formats import read
+    from ..grammar import GrammarError
+    original = read(args.original, args.dialect, args.start)
+    optimized = read(args.optimized, args.dialect, args.start)
+    if not args.decode:
+        return _language_check(args, original, optimized)
+    for name in ("steps", "seeds", "batch"):
+        if getattr(args, name) < 1:
+            raise GrammarError(f"--{name} must be at least 1")
+    try:
+        import torch
+    except ImportError:
+        raise GrammarError("--decode needs torch (pip install gramopt[torch])") from None
+    from ..runtime import RuntimeGrammarError
+    from ..runtime.decode import Sampling, resolve_device
+    from ..verify.lockstep import decode_check
+    try:
+        device = resolve_device(args.device)
+    except RuntimeError as e:
+        raise GrammarError(str(e)) from None
+    if device.type == "cpu" and args.threads > 0:
+        torch.set_num_threads(args.threads)
+    vocab = _vocab(args.vocab)
+    try:
+        sampling = Sampling(args.temperature, args.top_k, args.greedy)
+    except ValueError as e:
+        raise GrammarError(str(e)) from None
+    model, model_name = _model(args, vocab, device)
+    settings = dict(seeds=args.seeds, steps=args.steps, batch=args.batch, vocab=f"{vocab.name} ({len(vocab)})",
+                    device=str(device), model=model_name,
+                    sampling="greedy" if args.greedy else f"T={args.temperature} top-k={args.top_k}")
+    progress = None if args.quiet else _Progress(args.seeds, args.steps)
+    try:
+        report = decode_check(original, optimized, vocab, model, steps=args.steps, seeds=args.seeds,
+                              batch=args.batch, sampling=sampling, use_xgrammar=not args.no_xgrammar,
+                              min_tokens=args.min_tokens, measure=not args.no_measure,
+                              progress=progress, settings=settings)
+    except RuntimeGrammarError as e:
+        raise GrammarError(str(e).splitlines()[0], path=args.original) from None
+    finally:
+        if progress is not None:
+            progress.done()
+    if args.json:
+        import json
+        print(json.dumps(report.summary(), indent=2))
+        for m in report.mismatches:
+            print(m.format(vocab), file=sys.stderr)
+    else:
+        print(f"{args.original} vs {args.optimized}")
+        print(report.format(vocab))
+    return 0 if report.ok else 3
+
+
+def _language_check(args, original, optimized) -> int:
+    from ..verify import check_equivalence
+    try:
+        res = check_equivalence(original, optimized)
+    except ValueError as e:  # e.g. a Lark grammar against a byte grammar
+        from ..grammar import GrammarError
+        raise GrammarError(str(e)) from None
+    print(f"{args.original} vs {args.optimized}: {res}")
+    for method, st in res.stats.items():
+        if isinstance(st, dict):
+            shown = ", ".join(f"{k} {v}" for k, v in st.items())
+            print(f"  {method}: {shown}")
+    return 0 if res.ok else 3
+
+
+def _vocab(spec: str):
+    from ..grammar import GrammarError
+    from ..runtime import Vocab
+    if spec == "qwen":
+        try:
+            return Vocab.qwen()
+        except FileNotFoundError as e:
+            raise GrammarError(str(e)) from None
+    if spec == "bytes":
+        return Vocab.from_bytes([bytes([b]) for b in range(256)], eos=256)
+    if not os.path.exists(spec):
+        raise GrammarError(f"no vocabulary file '{spec}'")
+    try:
+        return Vocab.from_file(spec)
+    except (ValueError, KeyError, OSError) as e:
+        raise GrammarError(f"cannot read vocabulary '{spec}': {e}") from None
+
+
+def _model(args, vocab, device):
+    from ..grammar import GrammarError
+    if args.model:
+        from ..runtime.model import load_hf_model
+        try:
+            m = load_hf_model(args.model, str(device))
+        except Exception as e:  # noqa: BLE001 - transformers raises many kinds
+            raise GrammarError(f"cannot load model '{args.model}': {str(e).splitlines()[0]}") from None
+        if m.vocab_size < len(vocab):
+            raise GrammarError(f"the model has {m.vocab_size} logits, the vocabulary {len(vocab)} tokens")
+        return m, os.path.basename(os.path.normpath(args.model))
+    from ..runtime.model import TinyCausalLM, prior_from_texts
+    samples = args.samples
+    if samples is None:
+        stem = os.path.splitext(args.original)[0]
+        samples = sorted(glob.glob(glob.escape(stem) + ".sample*.txt"))
+    texts = []
+    for path in samples:
+        try:
+            with open(path, encoding="utf-8") as f:
+                texts.append(f.read())
+        except (OSError, UnicodeDecodeError) as e:
+            raise GrammarError(f"cannot read sample text: {e}", path=path) from None
+    prior = prior_from_texts(vocab, texts) if texts else None
+    name = f"tiny seeded transformer{f' + prior of {len(texts)} sample(s)' if texts else ''}"
+    return TinyCausalLM(len(vocab), seed=0, device=device, token_prior=prior), name
+
+
+class _Progress:
+    """One self-overwriting line on stderr (only when it is a terminal, at most 5 per s)."""
+
+    def __init__(self, seeds: int, steps: int):
+        self.seeds, self.steps = seeds, steps
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+        self.t0 = time.perf_counter()
+
+    def __call__(self, seed: int, step: int) -> None:
+        now = time.perf_counter()
+        if not self.tty or now - self.last < 0.2:
+            return
+        self.last = now
+        done = seed * self.steps + step + 1
+        total = self.seeds * self.steps
+        bar = "#" * (20 * done // total)
+        sys.stderr.write(f"\rverify --decode [{bar:<20}] seed {seed + 1}/{self.seeds} step {step + 1}/{self.steps} "
+                         f"{now - self.t0:5.1f} s")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty and self.last:
+            sys.stderr.write("\r" + " " * 78 + "\r")
+            sys.stderr.flush()

@@ -1,0 +1,407 @@
+"""Oracle invariance on a decoding loop: the optimized grammar's masks, step by step.
+
+    res = lockstep(model, original, optimized, vocab, steps=128, seed=0, batch=2)
+    res.ok, res.mismatch (step, row, decoded prefix, differing tokens), res.generation
+
+The original grammar's gramopt matcher drives decoding (its masks are applied to the
+logits, the sampled token advances every matcher). At every step, for every running row,
+the other engines fill their masks for the same prefix — the optimized grammar in
+gramopt's runtime and, when xgrammar is installed, both grammars in xgrammar as an
+independent oracle — and each is compared with the driver's mask word for word (bits past
+the vocabulary ignored). After each accepted token every engine must have accepted it and
+all must agree on termination. The first difference of the optimized grammar in gramopt's
+runtime stops the run; xgrammar's differences are recorded (its known bugs — e.g. a wrong
+mask for a self-recursive root rule in 0.2.8 — must not hide the optimizer's check).
+
+Why a difference is a real bug: the masks are functions of the decoded prefix alone
+(xgrammar's semantics, which gramopt's runtime implements); two grammars with the same
+language have the same viable prefixes and the same sentences, so every mask and every
+termination agrees on every prefix, whatever is sampled. A planted change that removes
+a byte from a class used at the first step is therefore caught at step 0, for any seed.
+
+Equality proves nothing beyond the prefixes visited; the language check
+(``check_equivalence``) is the complementary proof. The sampled trajectory depends only on
+the driver, so the same seed gives the same text on every run.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..runtime.decode import (EngineGuide, Generation, GramoptEngine, Sampling, generate,
+                              xgrammar_compile, xgrammar_engine)
+
+DRIVER = "gramopt:original"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """The first difference: ``kind`` "mask" (bits differ), "accept" (an engine refused the
+    sampled token) or "termination"; ``engine`` is the one that differs from the driver."""
+
+    kind: str
+    engine: str
+    seed: int
+    row: int
+    step: int
+    prefix: bytes
+    only_driver: tuple = ()  # token ids the driver allows and the engine does not
+    only_engine: tuple = ()  # ... and the other way round
+    detail: str = ""
+
+    def format(self, vocab, limit: int = 8) -> str:
+        from .result import _bytes_text
+
+        def toks(ids):
+            shown = ", ".join(f"{t} {_bytes_text(vocab.token_bytes[t]) if vocab.token_bytes[t] else '<special>'}"
+                              for t in ids[:limit])
+            more = f", … ({len(ids)} in all)" if len(ids) > limit else ""
+            return f"[{shown}{more}]"
+
+        head = (f"{self.kind} mismatch at step {self.step} (seed {self.seed}, row {self.row}) between "
+                f"{DRIVER} and {self.engine}")
+        lines = [head, f"  decoded prefix: {_bytes_text(self.prefix)}"]
+        if self.kind == "mask":
+            lines.append(f"  allowed only by {DRIVER}: {toks(self.only_driver)}")
+            lines.append(f"  allowed only by {self.engine}: {toks(self.only_engine)}")
+        if self.detail:
+            lines.append(f"  {self.detail}")
+        return "\n".join(lines)
+
+
+def mask_difference(a: np.ndarray, b: np.ndarray, n_tokens: int) -> tuple[tuple, tuple] | None:
+    """(ids set in a only, ids set in b only) over the first ``n_tokens`` bits, or None when
+    the packed masks agree on them."""
+    if np.array_equal(a, b):
+        return None
+    bits_a = np.unpackbits(a.view(np.uint8), bitorder="little")[:n_tokens]
+    bits_b = np.unpackbits(b.view(np.uint8), bitorder="little")[:n_tokens]
+    if np.array_equal(bits_a, bits_b):
+        return None
+    only_a = tuple(int(i) for i in np.nonzero(bits_a & ~bits_b)[0])
+    only_b = tuple(int(i) for i in np.nonzero(bits_b & ~bits_a)[0])
+    return only_a, only_b
+
+
+class LockstepGuide(EngineGuide):
+    """The driver's engines decode; ``others[name][row]`` are compared at every step.
+
+    A difference of an engine in ``stopping`` (gramopt's runtime on the optimized grammar:
+    the optimizer's invariance) stops the run; one of another engine (xgrammar, the
+    independent oracle, which has bugs of its own) is recorded and that engine is left
+    out for the rest of the run, so the check of the optimization goes on."""
+
+    def __init__(self, driver_engines, others: dict, vocab, seed: int = 0,
+                 stopping=("gramopt:optimized",)):
+        super().__init__(driver_engines)
+        self.others = others
+        self.vocab = vocab
+        self.seed = seed
+        self.stopping = set(stopping)
+        self.mismatches: list[Mismatch] = []
+        self.disabled: set[str] = set()
+        self.prefix = [bytearray() for _ in driver_engines]
+        self._scratch = np.zeros((len(driver_engines), vocab.n_words), np.int32)
+        self.compared = {name: 0 for name in others}  # masks compared per engine
+
+    @property
+    def mismatch(self) -> Mismatch | None:
+        """The first difference that stopped the run."""
+        return next((m for m in self.mismatches if m.engine in self.stopping), None)
+
+    def _record(self, m: Mismatch) -> None:
+        if m.engine in self.disabled:
+            return
+        self.mismatches.append(m)
+        self.disabled.add(m.engine)
+        if m.engine in self.stopping and self.stop_reason is None:
+            self.stop_reason = f"{m.kind} mismatch at step {m.step}"
+
+    def fill(self, buf: np.ndarray, rows, step: int) -> None:
+        super().fill(buf, rows, step)
+        n = len(self.vocab)
+        for name, engines in self.others.items():
+            for r in rows:
+                if name in self.disabled:
+                    break
+                engines[r].fill(self._scratch[r])
+                self.compared[name] += 1
+                diff = mask_difference(buf[r], self._scratch[r], n)
+                if diff is not None:
+                    self._record(Mismatch("mask", name, self.seed, r, step, bytes(self.prefix[r]), *diff))
+
+    def advance(self, row: int, token: int, step: int) -> bool:
+        ok = super().advance(row, token, step)
+        if not ok:
+            return False
+        term = self.engines[row].is_terminated()
+        for name, engines in self.others.items():
+            if name in self.disabled:
+                continue
+            if not engines[row].accept(token):
+                self._record(Mismatch("accept", name, self.seed, row, step, bytes(self.prefix[row]),
+                                      detail=f"{name} refused token {token} that both masks allowed"))
+            elif engines[row].is_terminated() != term:
+                self._record(Mismatch("termination", name, self.seed, row, step, bytes(self.prefix[row]),
+                                      detail=f"after token {token}: {DRIVER} terminated={term}, "
+                                             f"{name} terminated={not term}"))
+        return True
+
+    def note_prefix(self, row: int, token: int) -> None:
+        self.prefix[row] += self.vocab.token_bytes[token]
+
+
+@dataclass
+class LockstepResult:
+    seed: int
+    generation: Generation
+    mismatches: list  # every engine's first difference (the stopping one last)
+    engines: dict  # name -> list of per-row engines (their fill_s / accept_s)
+    compared: dict  # name -> masks compared
+    notes: list = field(default_factory=list)
+
+    @property
+    def mismatch(self) -> Mismatch | None:
+        """The difference of the optimized grammar in gramopt's runtime, if any."""
+        return next((m for m in self.mismatches if m.engine == "gramopt:optimized"), None)
+
+    @property
+    def ok(self) -> bool:
+        """No engine differed from the driver."""
+        return not self.mismatches
+
+    def fill_times(self, name: str) -> list[float]:
+        return [t for e in self.engines[name] for t in e.fill_s]
+
+    def accept_times(self, name: str) -> list[float]:
+        return [t for e in self.engines[name] for t in e.accept_s]
+
+
+class Oracles:
+    """The compiled forms of both grammars, made once and shared by every seed: gramopt's
+    token tables (through the matcher cache) and xgrammar's compiled grammars. ``notes``
+    says why an engine is absent (xgrammar not installed, or refusing a grammar)."""
+
+    def __init__(self, original, optimized, vocab, use_xgrammar: bool = True):
+        from ..runtime import Matcher
+        self.original, self.optimized, self.vocab = original, optimized, vocab
+        self.notes: list[str] = []
+        t = time.perf_counter()
+        Matcher(original, vocab)
+        Matcher(optimized, vocab)
+        self.compile_s = {"gramopt": time.perf_counter() - t}
+        self.xgr: dict = {}
+        if use_xgrammar:
+            try:
+                import xgrammar  # noqa: F401
+            except ImportError:
+                self.notes.append("xgrammar is not installed: no independent oracle")
+                return
+            t = time.perf_counter()
+            for which, g in (("original", original), ("optimized", optimized)):
+                try:
+                    self.xgr[which] = xgrammar_compile(g, vocab)
+                except RuntimeError as e:
+                    self.notes.append(f"xgrammar skipped for the {which} grammar: {e}")
+            self.compile_s["xgrammar"] = time.perf_counter() - t
+
+    def engines(self, batch: int) -> tuple[list, dict]:
+        """Fresh driver engines and the compared ones, one per row."""
+        from ..runtime import Matcher
+        driver = [GramoptEngine(Matcher(self.original, self.vocab)) for _ in range(batch)]
+        others = {"gramopt:optimized": [GramoptEngine(Matcher(self.optimized, self.vocab))
+                                        for _ in range(batch)]}
+        for which, cg in self.xgr.items():
+            others[f"xgrammar:{which}"] = [xgrammar_engine(cg) for _ in range(batch)]
+        return driver, others
+
+
+def lockstep(model, original, optimized, vocab, *, steps: int = 128, seed: int = 0, batch: int = 1,
+             sampling: Sampling = Sampling(), overlap: bool = True, use_xgrammar: bool = True,
+             oracles: Oracles | None = None, min_tokens: int = 0, on_step=None) -> LockstepResult:
+    """Decode ``steps`` tokens per row under ``original`` and compare every engine's masks and
+    terminations with the driver's at every step (module docstring)."""
+    oracles = oracles or Oracles(original, optimized, vocab, use_xgrammar)
+    driver, others = oracles.engines(batch)
+    guide = LockstepGuide(driver, others, vocab, seed)
+    bos = vocab.eos_ids[0] if vocab.eos_ids else 0
+    gen = generate(model, guide, steps=steps, n_words=vocab.n_words, sampling=sampling, seed=seed,
+                   bos=bos, overlap=overlap, eos_ids=vocab.eos_ids, min_tokens=min_tokens, on_step=on_step)
+    engines = {"gramopt:original": driver, **others}
+    return LockstepResult(seed, gen, list(guide.mismatches), engines, dict(guide.compared),
+                          list(oracles.notes))
+
+
+# ---------------------------------------------------------------- the whole check
+
+
+def percentiles_us(times_s) -> tuple[float, float]:
+    """(p50, p95) in microseconds (zeros when empty)."""
+    a = np.asarray(list(times_s), float) * 1e6
+    if a.size == 0:
+        return 0.0, 0.0
+    return float(np.percentile(a, 50)), float(np.percentile(a, 95))
+
+
+@dataclass
+class Serving:
+    """One grammar served alone through gramopt's matcher on the lockstep's seeds: the
+    overlapped runs (tokens/s) and serial runs of the same seeds (the overlap's A/B)."""
+
+    name: str
+    overlapped: list = field(default_factory=list)  # Generation per seed
+    serial: list = field(default_factory=list)
+
+    def fill_times(self) -> list[float]:
+        return [t for g in self.serial for t in g.mask_s]
+
+    @property
+    def tokens_per_s(self) -> float:
+        n = sum(g.n_tokens for g in self.overlapped)
+        w = sum(g.wall_s for g in self.overlapped)
+        return n / w if w > 0 else 0.0
+
+    @property
+    def hidden_estimate(self) -> float:
+        """1 − Σ exposed / Σ mask over the overlapped runs' steps (Generation docstring)."""
+        total = sum(sum(g.mask_s) for g in self.overlapped)
+        exposed = sum(g.exposed_mask_s for g in self.overlapped)
+        return 0.0 if total <= 0 else max(0.0, min(1.0, 1 - exposed / total))
+
+    @property
+    def hidden_ab(self) -> float:
+        """(serial wall − overlapped wall) / serial mask time, clipped to [0, 1]."""
+        mask = sum(sum(g.mask_s) for g in self.serial)
+        saved = sum(g.wall_s for g in self.serial) - sum(g.wall_s for g in self.overlapped)
+        return 0.0 if mask <= 0 else max(0.0, min(1.0, saved / mask))
+
+
+@dataclass
+class DecodeReport:
+    results: list  # LockstepResult per seed
+    serving: dict  # "original" / "optimized" -> Serving (empty when not measured)
+    settings: dict
+    notes: list = field(default_factory=list)
+
+    @property
+    def mismatches(self) -> list:
+        return [m for r in self.results for m in r.mismatches]
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def engine_names(self) -> list[str]:
+        return list(self.results[0].engines) if self.results else []
+
+    def steps_checked(self, name: str) -> int:
+        if name == DRIVER:
+            return sum(len(r.fill_times(DRIVER)) for r in self.results)
+        return sum(r.compared.get(name, 0) for r in self.results)
+
+    def summary(self) -> dict:
+        """Machine-readable figures (what the table shows)."""
+        eng = {}
+        for name in self.engine_names():
+            fill = [t for r in self.results for t in r.fill_times(name)]
+            acc = [t for r in self.results for t in r.accept_times(name)]
+            eng[name] = {"steps": self.steps_checked(name),
+                         "mismatches": sum(1 for m in self.mismatches if m.engine == name),
+                         "mask_p50_us": percentiles_us(fill)[0], "mask_p95_us": percentiles_us(fill)[1],
+                         "accept_p50_us": percentiles_us(acc)[0]}
+        fwd = [t for r in self.results for t in r.generation.forward_s]
+        out = {"engines": eng, "forward_p50_ms": percentiles_us(fwd)[0] / 1e3,
+               "forward_p95_ms": percentiles_us(fwd)[1] / 1e3,
+               "tokens": sum(r.generation.n_tokens for r in self.results),
+               "settings": self.settings, "ok": self.ok}
+        if self.serving:
+            sv = {}
+            for name, s in self.serving.items():
+                p50, p95 = percentiles_us(s.fill_times())
+                sv[name] = {"tokens_per_s": s.tokens_per_s, "mask_p50_us": p50, "mask_p95_us": p95,
+                            "mask_total_s": sum(s.fill_times()), "hidden_estimate": s.hidden_estimate,
+                            "hidden_ab": s.hidden_ab}
+            out["serving"] = sv
+            o, p = sv.get("original"), sv.get("optimized")
+            if o and p and p["mask_total_s"] > 0 and o["tokens_per_s"] > 0:
+                out["mask_speedup"] = o["mask_total_s"] / p["mask_total_s"]
+                out["end_to_end_speedup"] = p["tokens_per_s"] / o["tokens_per_s"]
+        return out
+
+    def format(self, vocab=None) -> str:
+        s = self.summary()
+        st = self.settings
+        lines = [f"decoding check: {st.get('seeds')} seed(s) × {st.get('steps')} steps × batch {st.get('batch')}, "
+                 f"vocab {st.get('vocab')}, device {st.get('device')}, model {st.get('model')}, "
+                 f"sampling {st.get('sampling')}", ""]
+        head = f"{'engine':<20} {'steps':>7} {'mismatches':>10} {'mask p50 µs':>12} {'mask p95 µs':>12} {'accept p50 µs':>14}"
+        lines += [head, "-" * len(head)]
+        for name, e in s["engines"].items():
+            mm = "—" if name == DRIVER else str(e["mismatches"])
+            lines.append(f"{name:<20} {e['steps']:>7} {mm:>10} {e['mask_p50_us']:>12.1f} {e['mask_p95_us']:>12.1f} "
+                         f"{e['accept_p50_us']:>14.1f}")
+        lines.append(f"forward pass: p50 {s['forward_p50_ms']:.2f} ms, p95 {s['forward_p95_ms']:.2f} ms; "
+                     f"{s['tokens']} tokens decoded")
+        if "serving" in s:
+            lines.append("")
+            lines.append("served alone (gramopt matcher, mask overlapped with the forward pass):")
+            for name, v in s["serving"].items():
+                lines.append(f"  {name:<10} {v['tokens_per_s']:8.1f} tokens/s   mask p50 {v['mask_p50_us']:.1f} µs "
+                             f"p95 {v['mask_p95_us']:.1f} µs   hidden {100 * v['hidden_estimate']:.0f}% "
+                             f"(per-step estimate), {100 * v['hidden_ab']:.0f}% (vs serial run)")
+            if "mask_speedup" in s:
+                lines.append(f"  speedup of the optimized grammar: mask time {s['mask_speedup']:.2f}×, "
+                             f"end to end {s['end_to_end_speedup']:.2f}×")
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        if self.mismatches:
+            lines.append("")
+            for m in self.mismatches:
+                lines.append(m.format(vocab) if vocab is not None else repr(m))
+        lines.append("")
+        n_opt = sum(1 for m in self.mismatches if m.engine == "gramopt:optimized")
+        lines.append("result: " + ("0 mismatches" if self.ok else
+                                   f"{len(self.mismatches)} mismatch(es)"
+                                   + (f", {n_opt} of the optimized grammar in gramopt's runtime" if n_opt else
+                                      ", all in xgrammar (the optimized grammar agrees in gramopt's runtime)")))
+        return "\n".join(lines)
+
+
+def serve(model, grammar, vocab, *, steps: int, seed: int, batch: int, sampling: Sampling,
+          overlap: bool, min_tokens: int = 0) -> Generation:
+    """Decode with ``grammar`` alone through gramopt's matcher (a serving loop)."""
+    from ..runtime import Matcher
+    guide = EngineGuide([GramoptEngine(Matcher(grammar, vocab)) for _ in range(batch)])
+    bos = vocab.eos_ids[0] if vocab.eos_ids else 0
+    return generate(model, guide, steps=steps, n_words=vocab.n_words, sampling=sampling, seed=seed,
+                    bos=bos, overlap=overlap, eos_ids=vocab.eos_ids, min_tokens=min_tokens)
+
+
+def decode_check(original, optimized, vocab, model, *, steps: int = 128, seeds: int = 3, batch: int = 1,
+                 sampling: Sampling = Sampling(), use_xgrammar: bool = True, min_tokens: int = 0,
+                 measure: bool = True, progress=None, settings: dict | None = None) -> DecodeReport:
+    """Lockstep over seeds 0..seeds-1; then, when every seed agreed and ``measure``, each
+    grammar served alone on the same seeds (overlapped and serial) for tokens/s, speedup
+    and the hidden fraction. ``progress(seed, step)`` is called as decoding goes."""
+    oracles = Oracles(original, optimized, vocab, use_xgrammar)
+    results = []
+    for seed in range(seeds):
+        cb = (lambda step, gen, s=seed: progress(s, step)) if progress else None
+        results.append(lockstep(model, original, optimized, vocab, steps=steps, seed=seed, batch=batch,
+                                sampling=sampling, oracles=oracles, min_tokens=min_tokens, on_step=cb))
+        if results[-1].mismatch is not None:
+            break
+    serving = {}
+    if measure and all(r.mismatch is None for r in results):
+        for name, g in (("original", original), ("optimized", optimized)):
+            sv = Serving(name)
+            for seed in range(seeds):
+                for overlap in (False, True):
+                    gen = serve(model, g, vocab, steps=steps, seed=seed, batch=batch, sampling=sampling,
+                                overlap=overlap, min_tokens=min_tokens)
+                    (sv.overlapped if overlap else sv.serial).append(gen)
+            serving[name] = sv
+    return DecodeReport(results, serving, dict(settings or {}), list(oracles.notes))
