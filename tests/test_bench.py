@@ -144,3 +144,18 @@ def test_obfuscate_reexport():
     from obfuscate import obfuscate
     from gramopt.bench.obfuscate import obfuscate as inner
     assert obfuscate is inner
+
+
+def test_folder_in_worker_processes(tmp_path):
+    """A folder runs in spawned workers; results come back in file order and cache."""
+    from gramopt.bench.suites import path_cases
+    (tmp_path / "a.gbnf").write_text('root ::= ("a" | "b")+\n')
+    (tmp_path / "a.sample1.txt").write_text("abab")
+    (tmp_path / "b.gbnf").write_text('root ::= s\ns ::= s s | "a"\n')  # no sample: one is derived
+    sel = path_cases([str(tmp_path)])
+    assert [c.name for c in sel.cases] == ["a", "b"] and sel.cases[1].note
+    out = str(tmp_path / "rep")
+    res = run_cases(sel.cases, OPTS, out, jobs=2, progress=False)
+    assert [r["name"] for r in res] == ["a", "b"]
+    assert all(r["engines"]["gramopt"]["status"] == "ok" for r in res)
+    assert all(r["cached"] for r in run_cases(sel.cases, OPTS, out, jobs=2, progress=False))
