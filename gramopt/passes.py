@@ -10,7 +10,7 @@ The default pipeline (``DEFAULT_PASSES``) reads top to bottom::
     saturate    lower into the e-graph, saturate every rewrite family, extract for the target
     inline      inline non-start rules where the exact κ says it pays
     target      engine fix-ups (gramopt.targets; xgrammar: star rules, FOLLOW lookaheads,
-                a directly self-recursive root delegates)
+                a root that rules reference delegates)
 
 Any pass runs alone: ``passes=["delegation", "inline"]``. The e-graph passes
 "delegation", "recursion", "alternation", "repetition", "sequence" saturate with one family

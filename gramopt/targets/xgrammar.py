@@ -42,20 +42,25 @@ The pass (``fixup``), all three steps language-preserving:
    trajectories). gramopt's own runtime and verifier read an assertion as ε (``grammar.bnf``:
    "a hint, not part of the language"), which is therefore exact for inferred assertions.
    Assertions already in the input are kept as written.
-3. ``wrap_self_recursive_root``: xgrammar 0.2.8 computes wrong masks for a directly
-   self-recursive root rule (``root ::= "a" root "b" | ""``), so the root delegates to a
-   fresh rule with the old body: same language, one unit production.
+3. ``wrap_referenced_root``: xgrammar 0.2.8 treats the root rule as the end of input
+   when it builds the mask cache (a token that runs past the root's end is rejected there),
+   so masks go wrong wherever the root is *used* by a rule — directly (``root ::= "a" root
+   "b" | ""``: after ``aaaaaaaa`` the mask omits ``bb``) or through others (llama.cpp's JSON
+   after inlining: ``value ::= root | …``, where ``{},`` is missing after ``{"name":``). The
+   root then delegates to a fresh rule with its old body, and every reference points there:
+   same language, one unit production.
 
 The pass is idempotent: step 1 leaves no alternation under an unbounded repetition, step 2
-keeps existing assertions, step 3 leaves a root that is not self-recursive.
+keeps existing assertions, step 3 leaves a root that no rule references.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..grammar import (Alt, CharClass, Epsilon, Expr, Grammar, Ref, Regex, Repeat, Rule, Terminal, alt,
-                       refs, rename_refs, seq, transform, walk)
+from ..grammar import (Alt, CharClass, Epsilon, Expr, Grammar, Literal, Ref, Regex, Repeat, Rule, Seq, Terminal,
+                       alt, refs, rename_refs, seq, transform, walk)
+from ..grammar.analysis import nullable_expr, nullable_rules
 from .follow import follow_sets
 
 
@@ -67,12 +72,20 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     if _has_lark_atoms(g):
         notes.append("xgrammar: Lark terminals present, only the root fix-up applies")
     else:
+        g, names = remove_left_recursion(g)
+        if names:
+            fired["xgrammar-left-recursion"] = len(names)
+            notes.append(f"xgrammar: left recursion as a star in {', '.join(names)}")
+        g, names = inline_small_regular_rules(g)
+        if names:
+            fired["xgrammar-inline"] = len(names)
+            notes.append(f"xgrammar: inlined {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
         lifted, n = lift_star_alternations(g)
         if n:
             fired["xgrammar-star-rule"] = n
             notes.append(f"xgrammar: {n} alternation(s) under a repetition made rules")
         g = lifted
-    g, wrapped = wrap_self_recursive_root(g)
+    g, wrapped = wrap_referenced_root(g)
     if wrapped:
         fired["xgrammar-root-wrapper"] = 1
         notes.append(f"xgrammar: root delegates to {wrapped}")
@@ -90,15 +103,23 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
 
 def lift_star_alternations(g: Grammar) -> tuple[Grammar, int]:
     """Every ``(a₁|…|aₙ)*`` / ``(a₁|…|aₙ)+`` becomes a right-recursive rule of its own (see
-    the module docstring); returns the grammar and how many rules were made. Rule order: a
-    new rule right after the first rule that uses it."""
+    the module docstring); so does ``X*`` / ``X+`` for a rule ``X ::= a₁ | … | aₙ`` that uses
+    no rule (and has no assertion), its body unfolded in place of the reference (substituting
+    a rule's body for a reference to it keeps the language). Returns the grammar and how many
+    rules were made; a new rule comes right after the first rule that uses it."""
     taken = set(g.names)
+    leaves = {r.name: r.body for r in g.rules
+              if r.lookahead is None and not refs(r.body) and isinstance(r.body, (Alt, CharClass, Literal))}
     made: dict[Repeat, str] = {}
     new_rules: dict[str, list[Rule]] = {}
 
     def lift(owner: str):
         def fn(e: Expr) -> Expr:
-            if not (isinstance(e, Repeat) and isinstance(e.item, Alt) and e.max is None and e.min <= 1):
+            if not (isinstance(e, Repeat) and e.max is None and e.min <= 1):
+                return e
+            if isinstance(e.item, Ref) and e.item.name in leaves:
+                e = Repeat(leaves[e.item.name], e.min, e.max)
+            if not isinstance(e.item, Alt):
                 return e
             if e in made:
                 return Ref(made[e])
@@ -111,42 +132,139 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, int]:
             return me
         return fn
 
-    rules = []
+    rules, changed = [], False
     for r in g.rules:
         body = transform(r.body, lift(r.name))
+        changed = changed or body != r.body
         rules.append(replace(r, body=body) if body != r.body else r)
         rules.extend(new_rules.get(r.name, []))
-    return (g.replace_rules(rules), len(made)) if made else (g, 0)
+    return (g.replace_rules(rules), len(made)) if changed else (g, 0)
+
+
+# ---------------------------------------------------------------- 0b. small regular rules inline
+
+SMALL = 8  # expression nodes: [ \t\n]* is 2, "\"" [^"]* "\"" is 4
+
+
+def inline_small_regular_rules(g: Grammar) -> tuple[Grammar, list[str]]:
+    """Substitute the body of every small rule that uses no rule and has no alternation
+    (``ws ::= [ \t\n]*``) for each reference to it, and drop the rule. Argument: replacing
+    a reference by the referenced rule's body keeps the language. Why: a shared ``ws`` rule
+    ends wherever any of its callers continues, so its FOLLOW (and any assertion) is the
+    union of every caller's next character, and a token like `` x`` stays undecided at
+    every ``ws`` position; inline, the star is part of its caller's automaton, which knows
+    what comes next. Rules with an alternation stay rules (xgrammar would lift the group
+    into a helper rule again, one without an assertion); so do the start rule, rules named
+    in an assertion, and rules with a sequence assertion (written by a user)."""
+    pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
+    small = {r.name: r.body for r in g.rules
+             if r.name != g.start and r.name not in pinned
+             and (r.lookahead is None or isinstance(r.lookahead, CharClass))
+             and not refs(r.body) and not any(isinstance(x, Alt) for x in walk(r.body))
+             and sum(1 for _ in walk(r.body)) <= SMALL}
+    if not small:
+        return g, []
+    sub = lambda e: small.get(e.name, e) if isinstance(e, Ref) else e  # noqa: E731
+    rules = [replace(r, body=transform(r.body, sub)) for r in g.rules if r.name not in small]
+    return g.replace_rules(rules), [n for n in g.names if n in small]
+
+
+# ---------------------------------------------------------------- 0. direct left recursion
+
+
+def remove_left_recursion(g: Grammar) -> tuple[Grammar, list[str]]:
+    """``A ::= A α₁ | … | A αₘ | β₁ | … | βₖ`` becomes ``A ::= β₁ (α₁|…|αₘ)* | … | βₖ
+    (α₁|…|αₘ)*`` (a leading ``(A x)? y`` counts as ``A x y | y``). Argument: L(A) is the least
+    solution of A = A·α ∪ β, which is β·α* (the classic removal of immediate left recursion,
+    A → β A′, A′ → α A′ | ε, with A′ written as a star). Rules where some αᵢ is nullable (an
+    unguarded or ambiguous loop) or no βⱼ exists are left alone. Returns the grammar and the
+    rules changed. xgrammar parses a left-recursive rule by re-completing it at every item,
+    and its mask cache sees the rule's end after every item; the star form has neither."""
+    nullable = nullable_rules(g)
+    changed: list[str] = []
+    rules = []
+    for r in g.rules:
+        alts = [x for a in _alternatives(r.body) for x in _split_leading_optional(a, r.name)]
+        rec = [_after_left_ref(a, r.name) for a in alts]
+        alphas = [x for x in rec if x is not None]
+        betas = [a for a, x in zip(alts, rec) if x is None]
+        if not alphas or not betas or any(nullable_expr(x, nullable) for x in alphas):
+            rules.append(r)
+            continue
+        star = Repeat(alt(*alphas), 0, None)
+        rules.append(replace(r, body=alt(*(seq(b, star) for b in betas))))
+        changed.append(r.name)
+    return (g.replace_rules(rules), changed) if changed else (g, [])
+
+
+def _alternatives(e: Expr) -> tuple[Expr, ...]:
+    return e.items if isinstance(e, Alt) else (e,)
+
+
+def _after_left_ref(e: Expr, name: str) -> Expr | None:
+    """α when ``e`` is ``name α`` (ε when ``e`` is just ``name``), else None."""
+    if e == Ref(name):
+        return Epsilon()
+    if isinstance(e, Seq) and e.items[0] == Ref(name):
+        return seq(*e.items[1:])
+    return None
+
+
+def _split_leading_optional(e: Expr, name: str) -> tuple[Expr, ...]:
+    """``(name x)? y`` as the two alternatives ``name x y`` and ``y`` (same language); any
+    other expression as itself."""
+    if isinstance(e, Seq) and isinstance(e.items[0], Repeat) and (e.items[0].min, e.items[0].max) == (0, 1):
+        inner = e.items[0].item
+        if _after_left_ref(inner, name) is not None:
+            return (seq(inner, *e.items[1:]), seq(*e.items[1:]))
+    return (e,)
 
 
 # ---------------------------------------------------------------- 2. lookahead assertions
 
 
 def infer_lookaheads(g: Grammar) -> tuple[Grammar, int]:
-    """Add ``(= [FOLLOW])`` to every non-start rule that has no assertion, where FOLLOW is
-    neither every code point nor empty; returns the grammar and how many were added."""
+    """Set ``(= [F])``, F = FOLLOW's code points, on every non-start rule whose assertion is
+    absent or a character class, when F is neither every code point nor empty; returns the
+    grammar and how many assertions changed.
+
+    A character-class assertion already there is *recomputed*, not kept: an earlier round
+    may have inferred it for a grammar whose FOLLOW sets the later rewrites changed (a rule
+    merged with an equal one used elsewhere), and a stale class narrower than FOLLOW would
+    reject allowed tokens. Where F is every code point such a class is dropped unless it
+    already covers everything; where F is empty (the rule ends only at the end of input) any
+    assertion is sound and the one there is kept. Sequence assertions (written by a user, as
+    in xgrammar's built-in JSON) are kept as written; gramopt reads every assertion as a hint
+    (ε), so replacing a user's class by FOLLOW keeps the language."""
     follows = follow_sets(g)
     n = 0
     rules = []
     for r in g.rules:
         f = follows.get(r.name)
-        if r.name == g.start or r.lookahead is not None or f is None or not f.ranges or f.covers_everything():
+        la = r.lookahead
+        if r.name == g.start or f is None or not (la is None or isinstance(la, CharClass)) or not f.ranges:
             rules.append(r)
             continue
-        rules.append(replace(r, lookahead=CharClass(f.ranges)))
-        n += 1
+        if f.covers_everything():
+            new = la if la is not None and la.code_points() == f.ranges else None
+        else:
+            new = CharClass(f.ranges)
+        if new != la:
+            r = replace(r, lookahead=new)
+            n += 1
+        rules.append(r)
     return (g.replace_rules(rules), n) if n else (g, 0)
 
 
-# ---------------------------------------------------------------- 3. self-recursive root
+# ---------------------------------------------------------------- 3. a referenced root
 
 
-def wrap_self_recursive_root(g: Grammar) -> tuple[Grammar, str | None]:
-    """A directly self-recursive start rule delegates to a fresh rule holding its body (every
-    other reference to the start rule is pointed there too); returns (grammar, the new rule's
-    name or None when nothing changed)."""
+def wrap_referenced_root(g: Grammar) -> tuple[Grammar, str | None]:
+    """A start rule that some rule references (itself included) delegates to a fresh rule
+    holding its body, and every reference to it points there; returns (grammar, the new
+    rule's name or None when nothing changed)."""
     root = g.rule(g.start)
-    if g.start not in refs(root.body):
+    if not any(g.start in refs(r.body) for r in g.rules):
         return g, None
     name = _fresh(f"{g.start}_rec", set(g.names))
     mapping = {g.start: name}
