@@ -170,13 +170,35 @@ class Extractor:
         def use(d: int) -> float:
             return 1.0 if is_rule[d] else cost[d]
 
+        # Per node, its children's forward flags and use costs, kept current as classes are
+        # ranked (``finalize``), so that re-costing a node with k children is one sum, not
+        # k dictionary look-ups: an n-ary Seq with thousands of children is re-costed once
+        # per child ranked.
+        fwd: list[list[bool]] = []
+        child: list[list[float]] = []
+        slots: dict[int, list[tuple[int, int]]] = {}  # class → (node, child position) still forward
+
         def node_cost(idx: int) -> float:
             c, n = nodes[idx]
-            fw = [d not in rank for d in n.children]
-            child = [1.0 if (f or is_rule[d]) else cost[d] for d, f in zip(n.children, fw)]
-            return self.costfn.cost(c, n, child, fw, self.nullable, is_rule[c])
+            return self.costfn.cost(c, n, child[idx], fwd[idx], self.nullable, is_rule[c])
+
+        def finalize(d: int) -> None:
+            v = use(d)
+            for idx, i in slots.pop(d, ()):
+                fwd[idx][i] = False
+                child[idx][i] = v
 
         def setup(relax: bool):
+            fwd.clear()
+            child.clear()
+            slots.clear()
+            for idx, (c, n) in enumerate(nodes):
+                f = [d not in rank for d in n.children]
+                fwd.append(f)
+                child.append([1.0 if x else use(d) for d, x in zip(n.children, f)])
+                for i, d in enumerate(n.children):
+                    if f[i]:
+                        slots.setdefault(d, []).append((idx, i))
             pending: list[set[int]] = []
             waiting: dict[int, list[int]] = {}
             for idx, (c, n) in enumerate(nodes):
@@ -209,6 +231,7 @@ class Extractor:
                 rank[c] = len(rank)
                 cost[c] = k
                 choice[c] = nodes[idx][1]
+                finalize(c)
                 for j in waiting.get(c, ()):
                     pc = nodes[j][0]
                     if pc in rank:
