@@ -57,36 +57,36 @@ def test_r_squared_definition():
 
 
 def test_node_weights_in_kappa_units():
-    """T̄ = 2·κ + 10·concat + 4·left_rec per step (no dynamic part): node weights 5 and 2."""
+    """T̄ = 2·κ + 60·concat + 4·left_rec per step (no dynamic part): node weights 30 and 2."""
     rng = np.random.default_rng(1)
     rows = []
     for f in range(10):
         s = {k: float(rng.integers(0, 20)) for k in cal.STATIC}
         for _ in range(5):
-            rows.append({**s, "t_us": 1 + 2 * s["kappa"] + 10 * s["concat"] + 4 * s["left_rec"], "form": f"f{f}"})
+            rows.append({**s, "t_us": 1 + 2 * s["kappa"] + 60 * s["concat"] + 4 * s["left_rec"], "form": f"f{f}"})
     m = cal.fit(rows, "static-only", features=list(cal.STATIC))
     assert m.r2 == pytest.approx(1.0)
-    assert m.node_weights["concat"] == pytest.approx(5.0)
+    assert m.node_weights["concat"] == pytest.approx(30.0)
     assert m.node_weights["left_rec"] == pytest.approx(2.0)
-    assert m.node_weights["infix"] == pytest.approx(0.0, abs=1e-9)
+    assert m.node_weights["infix"] == cal.generic_node_weights()["infix"]  # fitted 0: the generic floor
 
 
 def test_node_weights_fold_counters_through_static_features():
     """Counters that grow with a static feature carry their time into that feature's weight:
-    completions = 3·concat per step and T = 1·completions + 1·κ → concat costs 3 κ units."""
+    completions = 30·concat per step and T = 1·completions + 1·κ → concat costs 30 κ units."""
     rng = np.random.default_rng(2)
     rows = []
     for f in range(10):
         s = {k: float(rng.integers(1, 20)) for k in cal.STATIC}
         for i in range(6):
-            c = 3 * s["concat"] + (i % 2)  # step-to-step variation, mean fixed by the form
+            c = 30 * s["concat"] + (i % 2)  # step-to-step variation, mean fixed by the form
             rows.append({**s, "completions": c, "t_us": c + s["kappa"], "form": f"f{f}"})
     m = cal.fit(rows, "folded", features=["completions"] + list(cal.STATIC))
-    assert m.node_weights["concat"] == pytest.approx(3.0, rel=1e-6)
+    assert m.node_weights["concat"] == pytest.approx(30.0, rel=1e-6)
 
 
 def test_paired_node_weights_cancel_the_language():
-    """log T̄ = language effect + 0.1·κ + 0.5·concat + 0.2·left_rec: node weights 5 and 2
+    """log T̄ = language effect + 0.01·κ + 0.5·concat + 0.02·left_rec: node weights 50 and 2
     whatever each language's own baseline; features that never vary stay generic."""
     rng = np.random.default_rng(3)
     rows = []
@@ -96,10 +96,10 @@ def test_paired_node_weights_cancel_the_language():
             s = dict.fromkeys(cal.STATIC, 0.0)
             s.update(kappa=float(rng.integers(5, 50)), concat=float(rng.integers(0, 4)),
                      left_rec=float(rng.integers(0, 4)))
-            t = float(np.exp(base + 0.1 * s["kappa"] + 0.5 * s["concat"] + 0.2 * s["left_rec"]))
+            t = float(np.exp(base + 0.01 * s["kappa"] + 0.5 * s["concat"] + 0.02 * s["left_rec"]))
             rows += [{**s, "t_us": t, "form": f"g{g}:f{f}", "group": f"g{g}"} for _ in range(3)]
     m = cal.fit(rows, "paired", features=list(cal.STATIC))
-    assert m.node_weights["concat"] == pytest.approx(5.0, rel=1e-3)
+    assert m.node_weights["concat"] == pytest.approx(50.0, rel=1e-3)
     assert m.node_weights["left_rec"] == pytest.approx(2.0, rel=1e-3)
     assert m.node_weights["infix"] == cal.generic_node_weights()["infix"]
     assert any("paired log fit" in n for n in m.notes)
@@ -111,9 +111,9 @@ def test_anchor_and_weak_fit():
     out, notes = cal._in_kappa_units({"kappa": 0.0, "concat": 2.0, "left_rec": 0.5}, "t", r2=0.9)
     assert out["concat"] == gen["concat"] and out["left_rec"] == pytest.approx(gen["concat"] / 4)
     assert out["infix"] == gen["infix"] and "A → A A" in notes[0]
-    # negative effects clip to 0 (monotone costs)
-    out, _ = cal._in_kappa_units({"kappa": 1.0, "right_rec": -3.0}, "t", r2=0.9)
-    assert out["right_rec"] == 0.0
+    # negative effects clip to 0 (monotone costs); nothing goes below the generic cost
+    out, _ = cal._in_kappa_units({"kappa": 1.0, "right_rec": -3.0, "concat": 2.0}, "t", r2=0.9)
+    assert out["right_rec"] == 0.0 and out["concat"] == gen["concat"]
     # a weak fit changes nothing
     out, notes = cal._in_kappa_units({"kappa": 1.0, "concat": 50.0}, "t", r2=0.2)
     assert out == gen and "generic" in notes[0]

@@ -26,7 +26,7 @@ extractor's κ term counts:
   through d̄ ≈ M·s + m₀ fitted across forms, e = w_s + M·w_d (``affine_node_weights``).
 
 Constraints: costs are clipped to [0, CAP] (the extractor's monotonicity needs
-non-negative node costs); the unit is κ when κ's own effect is positive, else A → A A
+non-negative node costs) and never below the generic ones (``_in_kappa_units``); the unit is κ when κ's own effect is positive, else A → A A
 keeps its generic cost and anchors the others; a weak fit (paired R² < 0.5), or one where
 neither has a positive effect, keeps the generic weights — each case says so in ``notes``.
 """
@@ -190,7 +190,7 @@ def affine_node_weights(model: Model, rows: list[dict]) -> tuple[dict, list[str]
 PAIRED = ("kappa",) + NODE_KEYS + ("lookahead",)  # lookahead: a control, not a node cost
 
 
-def paired_node_weights(rows: list[dict], ridge: float = 1e-6):
+def paired_node_weights(rows: list[dict], ridge: float = 1e-9):
     """Node weights from forms of the same language (``row["group"]``: a grammar, its
     optimized and obfuscated forms, all on the same trajectory). Within a group the
     trajectory and language are fixed, so the group's effect cancels: per form the mean
@@ -252,7 +252,13 @@ def _in_kappa_units(e: dict, how: str, r2: float | None = None) -> tuple[dict, l
     (a smaller grammar is not a faster one), and then the scale is anchored on the best
     identified shape, A → A A: it keeps its generic cost W_CONCAT and every other feature
     costs W_CONCAT·e_k/e_concat. Neither positive, or a paired fit explaining less than
-    ``MIN_PAIRED_R2`` of the variance: all generic (the data do not support a change)."""
+    ``MIN_PAIRED_R2`` of the variance: all generic (the data do not support a change).
+
+    A fitted cost never goes below the generic one: the generic weights price the
+    ambiguity shapes by their asymptotic cost (Θ(t²) packed splits per step for A → A A),
+    true in every Earley-based engine, and a fit over a few languages that finds such a
+    shape cheap is under-identified rather than right. Calibration can only add what an
+    engine makes dear (left or right recursion, say), never remove the protection."""
     gen = generic_node_weights()
     if r2 is not None and r2 < MIN_PAIRED_R2:
         return gen, [f"{how}: R² {r2:.2f} < {MIN_PAIRED_R2}: generic node weights"]
@@ -264,8 +270,8 @@ def _in_kappa_units(e: dict, how: str, r2: float | None = None) -> tuple[dict, l
         return gen, [f"{how}: neither κ nor A → A A has a positive effect: generic node weights"]
     out = {"kappa": 1.0}
     for k in NODE_KEYS:
-        out[k] = float(np.clip(e[k] / unit, 0.0, CAP)) if k in e else gen[k]
-    return out, [f"{how}: costs anchored on {anchor}"]
+        out[k] = max(gen[k], float(np.clip(e[k] / unit, 0.0, CAP))) if k in e else gen[k]
+    return out, [f"{how}: costs anchored on {anchor}, never below the generic ones"]
 
 
 # ---------------------------------------------------------------- from bench results
