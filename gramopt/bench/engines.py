@@ -194,8 +194,7 @@ class XgrammarDriver(Driver):
 
     def compile(self, grammar: Grammar):
         import xgrammar as xgr
-        from ..formats import write
-        text = write(grammar, "ebnf" if grammar.dialect != "lark" else "ebnf")
+        text = _printed(grammar, "ebnf")
         try:
             cg = xgr.GrammarCompiler(self._info(), max_threads=1, cache_enabled=False).compile_grammar(
                 text, root_rule_name=grammar.start)
@@ -244,9 +243,8 @@ class LlguidanceDriver(Driver):
     def compile(self, grammar: Grammar):
         import llguidance as llg
         import llguidance.numpy as llnp
-        from ..formats import write
         kind = "lark" if grammar.dialect == "lark" else "gbnf"
-        m = llg.LLMatcher(self._tok(), llg.grammar_from(kind, write(grammar, kind)), log_level=0)
+        m = llg.LLMatcher(self._tok(), llg.grammar_from(kind, _printed(grammar, kind)), log_level=0)
         if m.is_error():
             raise EngineError(f"llguidance: {m.get_error().strip().splitlines()[0][:160]}")
         bm = llnp.allocate_token_bitmask(1, len(self.env.vocab))
@@ -266,6 +264,17 @@ class LlguidanceDriver(Driver):
                 why = ((m.get_error() or "").strip().splitlines() or [""])[0]
                 raise EngineError(f"llguidance rejects token {t} at step {len(times) - 1}: {why[:160]}")
         return times
+
+
+def _printed(grammar: Grammar, dialect: str) -> str:
+    """The grammar as the engine reads it; a construct the dialect cannot spell (GBNF has
+    no lookahead assertions) is the engine refusing the grammar."""
+    from ..formats import write
+    from ..grammar import GrammarError
+    try:
+        return write(grammar, dialect)
+    except GrammarError as e:
+        raise EngineError(e.message if hasattr(e, "message") else str(e).splitlines()[0]) from None
 
 
 DRIVERS = {"gramopt": GramoptDriver, "xgrammar": XgrammarDriver, "llguidance": LlguidanceDriver}
