@@ -351,3 +351,17 @@ def generate(model, guide: EngineGuide, *, steps: int, n_words: int, sampling: S
             pool.shutdown(wait=True)
     out.wall_s = time.perf_counter() - t_start
     return out
+
+
+# the numba kernels a decoding step runs (accept: push_bytes; mask: roots, walk_*; first
+# use of a state: classify_state, entry_skips; reset: init_chart)
+STEP_KERNELS = ("init_chart", "push_bytes", "roots", "walk_range", "walk_entries", "classify_state",
+                "entry_skips")
+
+
+def kernel_nogil() -> dict[str, bool]:
+    """Kernel name → compiled with ``nogil=True`` (it releases the GIL while it runs, so the
+    mask worker thread and the forward pass proceed in parallel). The Python glue between
+    kernels (a few µs per step) still takes the GIL."""
+    from . import earley as K
+    return {name: bool(getattr(K, name).targetoptions.get("nogil", False)) for name in STEP_KERNELS}

@@ -79,7 +79,7 @@ class TinyCausalLM(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int = 64, n_layers: int = 2, n_heads: int = 4,
                  max_len: int = 4096, seed: int = 0, device: str | torch.device = "cpu",
-                 token_prior: torch.Tensor | None = None, scale: float = 4.0):
+                 token_prior: torch.Tensor | None = None, scale: float = 1.0):
         super().__init__()
         if d_model % n_heads:
             raise ValueError("d_model must be a multiple of n_heads")
