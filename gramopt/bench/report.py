@@ -36,11 +36,13 @@ def _us(x) -> str:
 
 
 def engines_of(results) -> list[str]:
+    """The engines measured, in the canonical order (cached results come back key-sorted)."""
+    from .engines import ENGINES
     seen: dict = {}
     for r in results:
         for e in r.get("engines", {}):
             seen.setdefault(e, None)
-    return list(seen)
+    return sorted(seen, key=lambda e: (ENGINES.index(e) if e in ENGINES else len(ENGINES), e))
 
 
 def _ok(r, eng):
