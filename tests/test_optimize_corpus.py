@@ -18,8 +18,8 @@ from gramopt.passes import optimize  # noqa: E402
 CORPUS = _CORPUS_DIR
 FILES = sorted(list(CORPUS.glob("gbnf/*.gbnf")) + list(CORPUS.glob("ebnf/*.ebnf"))) if CORPUS.is_dir() else []
 # obfuscated forms that still come back larger than the clean grammar (reported, not hidden)
-KNOWN_WORSE = {"transformers-cfg__calflow.ebnf", "transformers-cfg__geo_query.ebnf",
-               "transformers-cfg__overnight.ebnf", "xgrammar__builtin_json.ebnf"}
+KNOWN_WORSE = {"transformers-cfg__geo_query.ebnf",
+               "xgrammar__builtin_json.ebnf"}
 
 
 def load(path):

@@ -24,3 +24,29 @@ def test_repetition_of_alternation(body, expected):
     if expected is not None:
         assert out.rules[0].body == expected
     assert check_equivalence(g, out).ok
+
+
+def test_duplicated_recursive_rule_merges_before_factoring():
+    """A copy of a recursive rule that refers to the original (as the obfuscator makes
+    them) is merged before factoring can reshape the two copies differently."""
+    from gramopt.costmodels import kappa
+    from gramopt.formats import parse
+    from gramopt.passes import optimize
+    from gramopt.rewrites.cleanup.equivalent_rules import merge_equivalent_rules
+    clean = parse('root ::= "(" v ")"\nv ::= "f " (v " " P | v " " P " " v) | "x"\nP ::= "p" | "q"', "gbnf")
+    dup = parse('root ::= "(" v2 ")"\nv ::= "f " (v " " P | v3 " " P " " v) | "x"\nP ::= "p" | "q"\n'
+                'v2 ::= "f " (v " " P | v " " P " " v) | "x"\nv3 ::= d1\nd1 ::= v', "gbnf")
+    merged = merge_equivalent_rules(dup)
+    assert merged.names == ["root", "v", "P"]
+    assert merged.rule("root").body == clean.rule("root").body
+    out = optimize(dup).grammar  # verified
+    assert len(out.rules) <= len(clean.rules) and kappa(out) <= kappa(optimize(clean).grammar)
+
+
+def test_equivalent_rules_keeps_pinned_and_start():
+    from gramopt.formats import parse
+    from gramopt.rewrites.cleanup.equivalent_rules import merge_equivalent_rules
+    g = parse('root ::= a b\na ::= "x" a | "y"\nb ::= "x" b | "y"', "gbnf")
+    assert merge_equivalent_rules(g).names == ["root", "a"]
+    g = parse('root ::= "x" root | "y" | a\na ::= "x" a | "y"', "gbnf")  # start never removed
+    assert "root" in merge_equivalent_rules(g).names

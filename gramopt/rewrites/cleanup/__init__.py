@@ -5,6 +5,7 @@ before/after forms and the argument), never increases κ, and is idempotent. The
 rule bodies only (Lark terminal definitions are lexer rules and stay as written) and, on
 Lark grammars, never fuse or merge across a terminal boundary.
 
+    merge_equivalent_rules         equivalent_rules.py  D ::= E, and rules equal up to renaming
     remove_unproductive            unproductive.py   rules / alternatives deriving nothing
     remove_unreachable             unreachable.py    rules the start rule cannot reach
     simplify_epsilon               epsilon.py        "" items, ("" | x) → x?, x? of nullable x
@@ -15,7 +16,8 @@ Lark grammars, never fuse or merge across a terminal boundary.
     factor_alternatives            factoring.py      "ab" X | "ac" Y → "a" ("b" X | "c" Y)
 
 :func:`simplify` runs them in that order, repeatedly, until a round changes nothing.
-The order: pruning first (it removes alternatives, exposing unreachable rules), then the
+The order: equal rules merged first (later passes reshape each rule on its own, and two
+copies of a recursive rule would stop looking alike), then pruning (it removes alternatives, exposing unreachable rules), then the
 local normal forms that the later passes match on (ε as ``?``, canonical repetitions,
 no duplicates), then class merging and fusion (which factoring reads as code points), and
 factoring last (it creates ``("" | …)`` and duplicate members the next round tidies).
@@ -30,6 +32,7 @@ from .char_classes import merge_char_alternatives
 from .common import fixpoint
 from .duplicates import remove_duplicate_alternatives
 from .epsilon import simplify_epsilon
+from .equivalent_rules import merge_equivalent_rules
 from .factoring import factor_alternatives
 from .fusion import fuse_literals
 from .repetition import canonicalize_repetition
@@ -39,6 +42,7 @@ from .unreachable import remove_unreachable
 Pass = Callable[[Grammar], Grammar]
 
 PASSES: dict[str, Pass] = {
+    "equivalent-rules": merge_equivalent_rules,
     "unproductive": remove_unproductive,
     "unreachable": remove_unreachable,
     "epsilon": simplify_epsilon,
