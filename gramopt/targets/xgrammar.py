@@ -107,7 +107,10 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
     helper rule again). The same for ``X*`` / ``X+`` / ``X{m,k}`` with a rule ``X ::= a₁ | … |
     aₙ`` that uses no rule (and has no assertion), its body unfolded in place of the
     reference (substituting a rule's body for a reference to it keeps the language). Equal
-    repetitions share their rules. Returns the grammar and the (first) new rule of each
+    repetitions share their rules. ``c+`` of one character class becomes ``c c*`` (same
+    language): xgrammar keeps a class's star inside its rule's automaton but lowers a plus
+    into a helper rule ``X ::= c X | c`` whose end comes after every character, leaving
+    `` x`` undecided after ``"=" [ \t]+``. Returns the grammar and the (first) new rule of each
     repetition; new rules come right after the first rule that uses them."""
     taken = set(g.names)
     leaves = {r.name: r.body for r in g.rules
@@ -117,7 +120,9 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
 
     def lift(owner: str):
         def fn(e: Expr) -> Expr:
-            if not (isinstance(e, Repeat) and (e.min <= 1 if e.max is None else 0 < e.max <= MAX_CHAIN)):
+            if _is_char_plus(e):  # [ \t]+ as [ \t] [ \t]*: xgrammar keeps a star of a class in
+                return seq(*[e.item] * e.min, Repeat(e.item, 0, None))  # its automaton, a plus it makes a rule
+            if not (isinstance(e, Repeat) and (e.min <= 1 if e.max is None else 2 <= e.max <= MAX_CHAIN)):
                 return e
             if isinstance(e.item, Ref) and e.item.name in leaves:
                 e = Repeat(leaves[e.item.name], e.min, e.max)
@@ -156,29 +161,61 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
 
 MAX_CHAIN = 32  # a{m,k} of an alternation becomes k rules up to this k
 SMALL = 8  # expression nodes: [ \t\n]* is 2, "\"" [^"]* "\"" is 4
+SMALL_ALT = 12  # ("int" | "float" | "char") [ \t\n]+ is 7
 
 
 def inline_small_regular_rules(g: Grammar) -> tuple[Grammar, list[str]]:
-    """Substitute the body of every small rule that uses no rule and has no alternation
-    (``ws ::= [ \t\n]*``) for each reference to it, and drop the rule. Argument: replacing
-    a reference by the referenced rule's body keeps the language. Why: a shared ``ws`` rule
-    ends wherever any of its callers continues, so its FOLLOW (and any assertion) is the
-    union of every caller's next character, and a token like `` x`` stays undecided at
-    every ``ws`` position; inline, the star is part of its caller's automaton, which knows
-    what comes next. Rules with an alternation stay rules (xgrammar would lift the group
-    into a helper rule again, one without an assertion); so do the start rule, rules named
-    in an assertion, and rules with a sequence assertion (written by a user)."""
+    """Substitute the body of a small rule that uses no rule for references to it; a rule
+    with no reference left is dropped. Argument: replacing a reference by the referenced
+    rule's body keeps the language.
+
+    Without an alternation (``ws ::= [ \t\n]*``) the body goes to every reference. Why: a
+    shared ``ws`` rule ends wherever any of its callers continues, so its FOLLOW (and any
+    assertion) is the union of every caller's next character, and a token like `` x`` stays
+    undecided at every ``ws`` position; inline, the star is part of its caller's automaton,
+    which knows what comes next. With an alternation (``dataType ::= ("int" | "char") ws``)
+    the body goes only where something follows the reference in its sequence: xgrammar lifts
+    the group into a helper rule used once and not last, for which it derives an exact
+    assertion (the rest of the sequence) that decides ``int x`` inside the cache; at the end of
+    a sequence the helper would get no assertion, so there the rule (with its FOLLOW
+    assertion) stays. Never inlined: the start rule, rules named in an assertion, and rules
+    with a sequence assertion (written by a user)."""
     pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
-    small = {r.name: r.body for r in g.rules
-             if r.name != g.start and r.name not in pinned
-             and (r.lookahead is None or isinstance(r.lookahead, CharClass))
-             and not refs(r.body) and not any(isinstance(x, Alt) for x in walk(r.body))
-             and sum(1 for _ in walk(r.body)) <= SMALL}
-    if not small:
+    small, inner = {}, {}
+    for r in g.rules:
+        if (r.name == g.start or r.name in pinned or refs(r.body)
+                or not (r.lookahead is None or isinstance(r.lookahead, CharClass))):
+            continue
+        size = sum(1 for _ in walk(r.body))
+        if not any(isinstance(x, Alt) for x in walk(r.body)):
+            if size <= SMALL:
+                small[r.name] = r.body
+        elif size <= SMALL_ALT:
+            inner[r.name] = r.body
+    if not small and not inner:
         return g, []
-    sub = lambda e: small.get(e.name, e) if isinstance(e, Ref) else e  # noqa: E731
-    rules = [replace(r, body=transform(r.body, sub)) for r in g.rules if r.name not in small]
-    return g.replace_rules(rules), [n for n in g.names if n in small]
+
+    def sub(e: Expr) -> Expr:
+        if isinstance(e, Ref):
+            return small.get(e.name, e)
+        if isinstance(e, Seq) and inner:
+            items = [inner[x.name] if isinstance(x, Ref) and x.name in inner and i < len(e.items) - 1 else x
+                     for i, x in enumerate(e.items)]
+            return seq(*items) if items != list(e.items) else e
+        return e
+
+    bodies = {r.name: transform(r.body, sub) for r in g.rules if r.name not in small}
+    used = {n for b in bodies.values() for n in refs(b)} | pinned | {g.start}
+    done = [n for n in g.names if n in small or (n in inner and _uses(bodies.values(), n) < _uses(g.bodies().values(), n))]
+    if not done:
+        return g, []
+    rules = [replace(r, body=bodies[r.name]) for r in g.rules
+             if r.name in bodies and not (r.name in inner and r.name not in used)]
+    return g.replace_rules(rules), done
+
+
+def _uses(bodies, name: str) -> int:
+    return sum(1 for b in bodies for x in walk(b) if isinstance(x, Ref) and x.name == name)
 
 
 # ---------------------------------------------------------------- 0. direct left recursion
@@ -292,6 +329,12 @@ def wrap_referenced_root(g: Grammar) -> tuple[Grammar, str | None]:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _is_char_plus(e: Expr) -> bool:
+    """``c+`` (up to ``c{4,}``) of one character class or one-character literal."""
+    return (isinstance(e, Repeat) and e.max is None and 1 <= e.min <= 4
+            and (isinstance(e.item, CharClass) or (isinstance(e.item, Literal) and len(e.item.text) == 1)))
 
 
 def _count(fired: dict, notes: list[str], key: str, names: list[str], what: str) -> None:
