@@ -107,7 +107,10 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
     helper rule again). The same for ``X*`` / ``X+`` / ``X{m,k}`` with a rule ``X ::= a₁ | … |
     aₙ`` that uses no rule (and has no assertion), its body unfolded in place of the
     reference (substituting a rule's body for a reference to it keeps the language). Equal
-    repetitions share their rules. ``c+`` of one character class becomes ``c c*`` (same
+    repetitions share their rules. Inside a starred alternation, ``a+`` (or a rule ``X ::=
+    a+``) becomes ``a``: (A⁺ ∪ B)* = (A ∪ B)*, since A ⊆ A⁺ ⊆ (A ∪ B)* — the nested plus
+    only multiplies the ways to split a run of A's, which an Earley engine pays for at every
+    step. ``c+`` of one character class becomes ``c c*`` (same
     language): xgrammar keeps a class's star inside its rule's automaton but lowers a plus
     into a helper rule ``X ::= c X | c`` whose end comes after every character, leaving
     `` x`` undecided after ``"=" [ \t]+``. Returns the grammar and the (first) new rule of each
@@ -115,6 +118,8 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
     taken = set(g.names)
     leaves = {r.name: r.body for r in g.rules
               if r.lookahead is None and not refs(r.body) and isinstance(r.body, (Alt, CharClass, Literal))}
+    plus_rules = {r.name: r.body.item for r in g.rules if r.lookahead is None and r.name != g.start
+                  and isinstance(r.body, Repeat) and (r.body.min, r.body.max) == (1, None)}
     made: dict[Repeat, str] = {}
     new_rules: dict[str, list[Rule]] = {}
 
@@ -126,6 +131,8 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
                 return e
             if isinstance(e.item, Ref) and e.item.name in leaves:
                 e = Repeat(leaves[e.item.name], e.min, e.max)
+            if e.max is None and isinstance(e.item, Alt):  # (a+ | b)* is (a | b)*
+                e = Repeat(alt(*(_plus_body(a, plus_rules) for a in e.item.items)), e.min, None)
             if not isinstance(e.item, Alt):
                 return e
             if e in made:
@@ -329,6 +336,15 @@ def wrap_referenced_root(g: Grammar) -> tuple[Grammar, str | None]:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _plus_body(e: Expr, plus_rules: dict[str, Expr]) -> Expr:
+    """``a`` for ``a+`` and for a reference to a rule ``X ::= a+``; anything else as it is."""
+    if isinstance(e, Ref) and e.name in plus_rules:
+        return plus_rules[e.name]
+    if isinstance(e, Repeat) and (e.min, e.max) == (1, None):
+        return e.item
+    return e
 
 
 def _is_char_plus(e: Expr) -> bool:
