@@ -104,7 +104,7 @@ class LockstepGuide(EngineGuide):
         self.mismatches: list[Mismatch] = []
         self.disabled: set[str] = set()
         self.prefix = [bytearray() for _ in driver_engines]
-        self._scratch = np.zeros((len(driver_engines), vocab.n_words), np.int32)
+        self._scratch = {name: np.zeros((len(driver_engines), vocab.n_words), np.int32) for name in others}
         self.compared = {name: 0 for name in others}  # masks compared per engine
 
     @property
@@ -121,17 +121,26 @@ class LockstepGuide(EngineGuide):
             self.stop_reason = f"{m.kind} mismatch at step {m.step}"
 
     def fill(self, buf: np.ndarray, rows, step: int) -> None:
-        super().fill(buf, rows, step)
+        """Every engine fills its masks, in an order rotated each step (the first to run after
+        the forward pass finds the caches cold: a fixed order would favour later engines in
+        the timings), then each is compared with the driver's."""
+        names = [DRIVER] + [n for n in self.others if n not in self.disabled]
+        k = step % len(names)
+        for name in names[k:] + names[:k]:
+            if name == DRIVER:
+                super().fill(buf, rows, step)
+            else:
+                scratch = self._scratch[name]
+                for r in rows:
+                    self.others[name][r].fill(scratch[r])
         n = len(self.vocab)
-        for name, engines in self.others.items():
+        for name in names[1:]:
             for r in rows:
-                if name in self.disabled:
-                    break
-                engines[r].fill(self._scratch[r])
                 self.compared[name] += 1
-                diff = mask_difference(buf[r], self._scratch[r], n)
+                diff = mask_difference(buf[r], self._scratch[name][r], n)
                 if diff is not None:
                     self._record(Mismatch("mask", name, self.seed, r, step, bytes(self.prefix[r]), *diff))
+                    break
 
     def advance(self, row: int, token: int, step: int) -> bool:
         ok = super().advance(row, token, step)
