@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures as cf
-import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -32,26 +31,8 @@ import sys
 import time
 from pathlib import Path
 
-DEFAULT_CORPUS = next((Path(p) for p in (os.environ.get("GRAMOPT_CORPUS"),
-                                         Path(__file__).resolve().parents[1].parent / "shared" / "corpus",
-                                         "/work/shared/corpus") if p and Path(p).is_dir()), None)
-
-
-def _validate(corpus: Path):
-    spec = importlib.util.spec_from_file_location("corpus_validate", corpus / "validate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _engine(validate, path: Path, text: str):
-    """The grammar's own engine as a ``accept(sample) -> bool`` (validate.py's drivers)."""
-    stem = path.name[: -len(path.suffix)]
-    if path.suffix == ".lark":
-        if stem.startswith("llguidance__"):
-            return "llguidance", validate.llguidance_engine("lark", text)
-        return "lark", validate.lark_engine(str(path), stem, text)
-    return "xgrammar", validate.xgrammar_engine(validate.gbnf_fill_empty_alternatives(text))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from corpus_location import CORPUS as DEFAULT_CORPUS, own_engine, validate_module  # noqa: E402
 
 
 def bench_one(path: str, target: str, corpus: str) -> dict:
@@ -63,7 +44,7 @@ def bench_one(path: str, target: str, corpus: str) -> dict:
 
     p = Path(path)
     row = {"file": p.name, "folder": p.parent.name}
-    validate = _validate(Path(corpus))
+    validate = validate_module(Path(corpus))
     start = validate.LARK_START.get(p.name[: -len(p.suffix)]) if p.suffix == ".lark" else None
     try:
         g = read(path, start=start)
@@ -94,13 +75,13 @@ def bench_one(path: str, target: str, corpus: str) -> dict:
     if samples:
         texts = [s.read_text(encoding="utf-8") for s in samples]
         try:
-            name, before = _engine(validate, p, p.read_text(encoding="utf-8"))
+            name, before = own_engine(validate, p, p.read_text(encoding="utf-8"))
             expected = [before(s) for s in texts]
         except Exception as e:  # noqa: BLE001 - the engine rejects the original: nothing to compare
             row["samples"] = f"original does not load: {str(e)[:80]}"
             return row
         try:
-            name, after = _engine(validate, p, write(out, g.dialect))
+            name, after = own_engine(validate, p, write(out, g.dialect))
             got = [after(s) for s in texts]
             row["engine"] = name
             row["samples"] = f"{sum(g_ and e for g_, e in zip(got, expected))}/{sum(expected)}"

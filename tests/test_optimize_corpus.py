@@ -3,7 +3,7 @@ original, outputs are idempotent, verified, load in their engine and accept the 
 samples. Default run: grammars under 12 KB (every grammar with samples for the engine check);
 ``-m slow`` for the rest. Timings: benchmarks/optimizer_bench.py."""
 
-from corpus_location import CORPUS as _CORPUS_DIR
+from corpus_location import CORPUS as _CORPUS_DIR, own_engine, validate_module
 import sys
 from pathlib import Path
 
@@ -71,24 +71,6 @@ def test_corpus_verified(path):
 
 # ---------------------------------------------------------------- the output still does its job
 
-def _validate():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("corpus_validate", CORPUS / "validate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _accepts(validate, path: Path, text: str):
-    """The grammar's own engine (as the corpus's validate.py drives it) for ``text``."""
-    stem = path.name[: -len(path.suffix)]
-    if path.suffix == ".lark":
-        if stem.startswith("llguidance__"):
-            return validate.llguidance_engine("lark", text)
-        return validate.lark_engine(str(path), stem, text)
-    return validate.xgrammar_engine(validate.gbnf_fill_empty_alternatives(text))
-
-
 def _with_samples() -> list[Path]:
     return [p for p in FILES + LARK_FILES if list(p.parent.glob(p.name[: -len(p.suffix)] + ".sample*.txt"))]
 
@@ -103,7 +85,7 @@ def test_corpus_output_loads_and_accepts_samples(path):
     engine (xgrammar / lark / llguidance) and accepts every sample the original accepts;
     κ never grows under --target generic."""
     pytest.importorskip("xgrammar")
-    validate = _validate()
+    validate = validate_module()
     stem = path.name[: -len(path.suffix)]
     from gramopt.formats import read, write
     from gramopt.grammar import GrammarError
@@ -114,8 +96,8 @@ def test_corpus_output_loads_and_accepts_samples(path):
     out = optimize(g, verify=False).grammar
     assert kappa(out) <= kappa(g)
     texts = [s.read_text(encoding="utf-8") for s in sorted(path.parent.glob(stem + ".sample*.txt"))]
-    before = _accepts(validate, path, path.read_text(encoding="utf-8"))
-    after = _accepts(validate, path, write(out, g.dialect))
+    _, before = own_engine(validate, path, path.read_text(encoding="utf-8"))
+    _, after = own_engine(validate, path, write(out, g.dialect))
     for i, t in enumerate(texts):
         if before(t):
             assert after(t), f"sample {i + 1} rejected by the optimized grammar"
