@@ -129,20 +129,14 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
                 return seq(*[e.item] * e.min, Repeat(e.item, 0, None))  # its automaton, a plus it makes a rule
             if not (isinstance(e, Repeat) and (e.min <= 1 if e.max is None else 2 <= e.max <= MAX_CHAIN)):
                 return e
-            if isinstance(e.item, Ref) and e.item.name in leaves:
-                e = Repeat(leaves[e.item.name], e.min, e.max)
-            if e.max is None and isinstance(e.item, Alt):  # (a+ | b)* is (a | b)*
-                e = Repeat(alt(*(_plus_body(a, plus_rules) for a in e.item.items)), e.min, None)
+            e = _unfold(e, leaves, plus_rules)
             if not isinstance(e.item, Alt):
                 return e
             if e in made:
                 return Ref(made[e])
             if e.max is None:
                 name = _fresh(f"{owner}_{'star' if e.min == 0 else 'plus'}", taken)
-                me = Ref(name)
-                steps = [seq(a, me) for a in e.item.items]
-                body = alt(Epsilon(), *steps) if e.min == 0 else alt(*steps, *e.item.items)
-                new_rules.setdefault(owner, []).append(Rule(name, body))
+                new_rules.setdefault(owner, []).append(Rule(name, _star_rule_body(e, Ref(name))))
             else:  # a{m,k}: R_i ::= a R_{i+1} (| "" once i ≥ m), R_{k-1} ::= a (| "")
                 names = [_fresh(f"{owner}_rep", taken) for _ in range(e.max)]
                 for i, name in enumerate(names):
@@ -157,7 +151,12 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
 
     rules, changed = [], False
     for r in g.rules:
-        body = transform(r.body, lift(r.name))
+        top = r.body if r.name == g.start else _unfold(r.body, leaves, plus_rules)
+        if isinstance(top, Repeat) and top.max is None and top.min <= 1 and isinstance(top.item, Alt):
+            inner = alt(*(transform(a, lift(r.name)) for a in top.item.items))
+            body = _star_rule_body(Repeat(inner, top.min, None), Ref(r.name))  # the rule is the star
+        else:
+            body = transform(r.body, lift(r.name))
         changed = changed or body != r.body
         rules.append(replace(r, body=body) if body != r.body else r)
         rules.extend(new_rules.get(r.name, []))
@@ -336,6 +335,24 @@ def wrap_referenced_root(g: Grammar) -> tuple[Grammar, str | None]:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _star_rule_body(e: Repeat, me: Ref) -> Expr:
+    """The body of a rule ``me`` equal to ``e`` = ``(a₁|…|aₙ)*`` or ``(a₁|…|aₙ)+``."""
+    steps = [seq(a, me) for a in e.item.items]
+    return alt(Epsilon(), *steps) if e.min == 0 else alt(*steps, *e.item.items)
+
+
+def _unfold(e: Expr, leaves: dict[str, Expr], plus_rules: dict[str, Expr]) -> Expr:
+    """A repetition with a leaf rule's body in place of a reference to it, and, for an
+    unbounded one over an alternation, ``a`` in place of each ``a+`` alternative."""
+    if not isinstance(e, Repeat):
+        return e
+    if isinstance(e.item, Ref) and e.item.name in leaves:
+        e = Repeat(leaves[e.item.name], e.min, e.max)
+    if e.max is None and isinstance(e.item, Alt):  # (a+ | b)* is (a | b)*
+        e = Repeat(alt(*(_plus_body(a, plus_rules) for a in e.item.items)), e.min, None)
+    return e
 
 
 def _plus_body(e: Expr, plus_rules: dict[str, Expr]) -> Expr:
