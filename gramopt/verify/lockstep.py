@@ -167,7 +167,7 @@ class LockstepGuide(EngineGuide):
 class LockstepResult:
     seed: int
     generation: Generation
-    mismatches: list  # every engine's first difference (the stopping one last)
+    mismatches: list  # at most one per engine: its first difference
     engines: dict  # name -> list of per-row engines (their fill_s / accept_s)
     compared: dict  # name -> masks compared
     notes: list = field(default_factory=list)
