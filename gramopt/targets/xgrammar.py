@@ -107,7 +107,11 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
     helper rule again). The same for ``X*`` / ``X+`` / ``X{m,k}`` with a rule ``X ::= a₁ | … |
     aₙ`` that uses no rule (and has no assertion), its body unfolded in place of the
     reference (substituting a rule's body for a reference to it keeps the language). Equal
-    repetitions share their rules. Inside a starred alternation, ``a+`` (or a rule ``X ::=
+    repetitions share their rules. A starred alternation followed by a fixed token t (a
+    literal or a class) takes t into its rule: ``(a|b)* t`` becomes ``U ::= t | a U | b U``
+    (U = A*·t, the least solution of U = t ∪ A·U) — the rule then ends after t, not at every
+    item, and its FOLLOW is what comes after t (the string rule ``"\"" (c | "\\" e)* "\""``
+    becomes xgrammar's own ``S ::= "\"" | c S | "\\" e S`` form). Inside a starred alternation, ``a+`` (or a rule ``X ::=
     a+``) becomes ``a``: (A⁺ ∪ B)* = (A ∪ B)*, since A ⊆ A⁺ ⊆ (A ∪ B)* — the nested plus
     only multiplies the ways to split a run of A's, which an Earley engine pays for at every
     step. ``c+`` of one character class becomes ``c c*`` (same
@@ -149,18 +153,52 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
             return Ref(name)
         return fn
 
+    until: dict[tuple, str] = {}
+
+    def star_of_alt(e: Expr) -> Repeat | None:
+        e = _unfold(e, leaves, plus_rules)
+        return e if isinstance(e, Repeat) and (e.min, e.max) == (0, None) and isinstance(e.item, Alt) else None
+
+    def until_body(star: Repeat, stop: Expr, me: Ref, owner: str) -> Expr:
+        return alt(stop, *(seq(transform(a, lift(owner)), me) for a in star.item.items))
+
+    def absorb(owner: str):
+        def fn(e: Expr) -> Expr:  # (a|b)* t  →  U, U ::= t | a U | b U
+            if not isinstance(e, Seq):
+                return e
+            out, i = [], 0
+            while i < len(e.items):
+                star = star_of_alt(e.items[i])
+                stop = e.items[i + 1] if i + 1 < len(e.items) else None
+                if star is not None and isinstance(stop, (Literal, CharClass)):
+                    key = (star, stop)
+                    if key not in until:
+                        until[key] = _fresh(f"{owner}_until", taken)
+                        new_rules.setdefault(owner, []).append(
+                            Rule(until[key], until_body(star, stop, Ref(until[key]), owner)))
+                    out.append(Ref(until[key]))
+                    i += 2
+                else:
+                    out.append(e.items[i])
+                    i += 1
+            return seq(*out) if len(out) != len(e.items) else e
+        return fn
+
     rules, changed = [], False
     for r in g.rules:
         top = r.body if r.name == g.start else _unfold(r.body, leaves, plus_rules)
-        if isinstance(top, Repeat) and top.max is None and top.min <= 1 and isinstance(top.item, Alt):
+        head = star_of_alt(top.items[0]) if isinstance(top, Seq) and len(top.items) == 2 and r.name != g.start else None
+        if head is not None and isinstance(top.items[1], (Literal, CharClass)):
+            body = until_body(head, top.items[1], Ref(r.name), r.name)  # the rule is the star and its stop
+        elif isinstance(top, Repeat) and top.max is None and top.min <= 1 and isinstance(top.item, Alt):
             inner = alt(*(transform(a, lift(r.name)) for a in top.item.items))
             body = _star_rule_body(Repeat(inner, top.min, None), Ref(r.name))  # the rule is the star
         else:
-            body = transform(r.body, lift(r.name))
+            body = transform(transform(r.body, absorb(r.name)), lift(r.name))
         changed = changed or body != r.body
         rules.append(replace(r, body=body) if body != r.body else r)
         rules.extend(new_rules.get(r.name, []))
-    return (g.replace_rules(rules), list(made.values())) if changed else (g, [])
+    return (g.replace_rules(rules), list(made.values()) + list(until.values())) if changed else (g, [])
 
 
 # ---------------------------------------------------------------- 0b. small regular rules inline
