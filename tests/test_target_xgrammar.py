@@ -159,7 +159,7 @@ def test_optimize_for_xgrammar_verifies_and_reaches_a_fixpoint():
     assert optimize(res.grammar, target="xgrammar").grammar == res.grammar
     text = gramopt.write(res.grammar, "ebnf")
     assert "(= [" in text  # inferred assertions are printed in xgrammar EBNF
-    assert any(r.name.endswith("_star") for r in res.grammar.rules)
+    assert any(r.name.endswith("_until") for r in res.grammar.rules)  # the string body with its closing quote
 
 
 def test_other_targets_unchanged():
@@ -254,3 +254,10 @@ def test_xgrammar_ignores_an_assertion_at_end_of_input(engine):
     eos = v.eos_ids[0]
     assert (int(buf[0, eos // 32]) >> (eos % 32)) & 1
     assert m.accept_token(eos) and m.is_terminated()
+
+
+def test_star_with_its_stop_token_becomes_one_rule():
+    g = parse('root ::= "[" s "]"\ns ::= "\\"" ([a-z] | "\\\\" [nt])* "\\""', "ebnf")
+    out, made = lift_star_alternations(g)
+    assert made and check_equivalence(g, out).ok
+    assert not any(isinstance(x, Repeat) for r in out.rules for x in walk(r.body))
