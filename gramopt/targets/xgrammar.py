@@ -120,10 +120,12 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
     `` x`` undecided after ``"=" [ \t]+``. Returns the grammar and the (first) new rule of each
     repetition; new rules come right after the first rule that uses them."""
     taken = set(g.names)
+    hint = lambda r: r.lookahead is None or isinstance(r.lookahead, CharClass)  # noqa: E731 - inferred
     leaves = {r.name: r.body for r in g.rules
-              if r.lookahead is None and not refs(r.body) and isinstance(r.body, (Alt, CharClass, Literal))}
-    plus_rules = {r.name: r.body.item for r in g.rules if r.lookahead is None and r.name != g.start
-                  and isinstance(r.body, Repeat) and (r.body.min, r.body.max) == (1, None)}
+              if hint(r) and not refs(r.body) and isinstance(r.body, (Alt, CharClass, Literal))}
+    bodies = g.bodies()
+    plus_rules = {r.name: e for r in g.rules if hint(r) and r.name != g.start
+                  for e in [_plus_item(r.body, bodies)] if e is not None}
     made: dict[Repeat, str] = {}
     new_rules: dict[str, list[Rule]] = {}
 
@@ -131,6 +133,8 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
         def fn(e: Expr) -> Expr:
             if _is_char_plus(e):  # [ \t]+ as [ \t] [ \t]*: xgrammar keeps a star of a class in
                 return seq(*[e.item] * e.min, Repeat(e.item, 0, None))  # its automaton, a plus it makes a rule
+            if isinstance(e, Repeat) and e.min <= 1 and e.max is None and _closed_under_concat(e.item, bodies):
+                return e.item if e.min == 1 else Repeat(e.item, 0, 1)  # U+ is U, U* is U?, when U·U ⊆ U
             if not (isinstance(e, Repeat) and (e.min <= 1 if e.max is None else 2 <= e.max <= MAX_CHAIN)):
                 return e
             e = _unfold(e, leaves, plus_rules)
@@ -186,6 +190,11 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
 
     rules, changed = [], False
     for r in g.rules:
+        star_steps = _star_item(r.name, bodies)
+        if star_steps is not None and isinstance(r.body, Alt):  # a star rule "" | a S | b+ S: as (a | b) S
+            flat = [_plus_body(a, plus_rules) for a in _alternatives(star_steps)]
+            if flat != list(_alternatives(star_steps)):
+                r = replace(r, body=_star_rule_body(Repeat(alt(*flat), 0, None), Ref(r.name)))
         top = r.body if r.name == g.start else _unfold(r.body, leaves, plus_rules)
         head = star_of_alt(top.items[0]) if isinstance(top, Seq) and len(top.items) == 2 and r.name != g.start else None
         if head is not None and isinstance(top.items[1], (Literal, CharClass)):
@@ -393,8 +402,142 @@ def _unfold(e: Expr, leaves: dict[str, Expr], plus_rules: dict[str, Expr]) -> Ex
     return e
 
 
+# ---------------------------------------------------------------- syntactic language facts
+# All conservative: True / an expression only when the fact holds for every grammar with these
+# rules; False / None when unsure.
+
+
+def _star_item(name: str, bodies: dict[str, Expr]) -> Expr | None:
+    """T when rule ``name`` is ``T*``: written so, or as ``"" | t₁ name | … | tₙ name``."""
+    body = bodies.get(name)
+    if isinstance(body, Repeat) and (body.min, body.max) == (0, None):
+        return body.item
+    if isinstance(body, Alt) and Epsilon() in body.items:
+        steps = [a for a in body.items if a != Epsilon()]
+        if steps and all(isinstance(a, Seq) and a.items[-1] == Ref(name) for a in steps):
+            return alt(*(seq(*a.items[:-1]) for a in steps))
+    return None
+
+
+def _plus_item(body: Expr, bodies: dict[str, Expr]) -> Expr | None:
+    """E when ``body`` is E⁺: ``E+``, ``E E*``, or ``e₁ S | … | eₙ S`` with S a rule (e₁|…|eₙ)*
+    (the shape the e-graph gives a plus over an alternation)."""
+    if isinstance(body, Repeat) and (body.min, body.max) == (1, None):
+        return body.item
+    if isinstance(body, Seq) and len(body.items) == 2 and body.items[1] == Repeat(body.items[0], 0, None):
+        return body.items[0]
+    alts = body.items if isinstance(body, Alt) else (body,)
+    if all(isinstance(a, Seq) and isinstance(a.items[-1], Ref) for a in alts):
+        tail = alts[0].items[-1]
+        heads = [seq(*a.items[:-1]) for a in alts]
+        star = _star_item(tail.name, bodies) if all(a.items[-1] == tail for a in alts) else None
+        if star is not None and set(_alternatives(star)) == set(heads):
+            return alt(*heads)
+    return None
+
+
+def _closed_under_concat(u: Expr, bodies: dict[str, Expr]) -> bool:
+    """L(u)·L(u) ⊆ L(u), shown as u = P·T* with P ⊆ T: then u·u = P T* P T* ⊆ P T* T T* ⊆ P T*.
+    A reference at the end is unfolded (its body put in its place) to find the star."""
+    items = list(u.items) if isinstance(u, Seq) else [u]
+    for _ in range(3):
+        last = items[-1]
+        if isinstance(last, Repeat) and (last.min, last.max) == (0, None):
+            star = last.item
+        elif isinstance(last, Ref) and _star_item(last.name, bodies) is not None:
+            star = _star_item(last.name, bodies)
+        elif isinstance(last, Ref) and last.name in bodies:
+            b = bodies[last.name]
+            items = items[:-1] + (list(b.items) if isinstance(b, Seq) else [b])
+            continue
+        else:
+            return False
+        return len(items) > 1 and _subsumed(seq(*items[:-1]), star, bodies, 3)
+    return False
+
+
+def _nullable(e: Expr, bodies: dict[str, Expr]) -> bool:
+    """ε ∈ L(e), shown without a fixpoint: a star, an optional, ε, or a star rule."""
+    if isinstance(e, Epsilon) or (isinstance(e, Repeat) and e.min == 0):
+        return True
+    if isinstance(e, Alt):
+        return any(_nullable(a, bodies) for a in e.items)
+    return isinstance(e, Ref) and _star_item(e.name, bodies) is not None
+
+
+def _items(e: Expr) -> list[Expr]:
+    return list(e.items) if isinstance(e, Seq) else [e]
+
+
+def _subsumed(x: Expr, y: Expr, bodies: dict[str, Expr], depth: int) -> bool:
+    """L(x) ⊆ L(y), by structure (False when unsure)."""
+    if x == y:
+        return True
+    if depth < 0:
+        return False
+    ys = _items(y)
+    if len(ys) >= 2 and _nullable(ys[-1], bodies) and _subsumed(x, seq(*ys[:-1]), bodies, depth):
+        return True  # y = z n with n ⇒* ε: L(z) ⊆ L(y)
+    if isinstance(x, Alt):
+        return all(_subsumed(a, y, bodies, depth) for a in x.items)
+    xs, ys = _items(x), _items(y)
+    if isinstance(xs[0], Repeat) and (xs[0].min, xs[0].max) == (0, 1):  # q? r: both r and q r
+        return _subsumed(seq(*xs[1:]), y, bodies, depth) and _subsumed(seq(xs[0].item, *xs[1:]), y, bodies, depth)
+    if isinstance(y, Alt):
+        if any(_subsumed(x, a, bodies, depth) for a in y.items):
+            return True
+        return _split_head(xs, y, bodies, depth)
+    if isinstance(ys[0], Repeat) and (ys[0].min, ys[0].max) == (0, 1):  # y = r? s
+        if _subsumed(x, seq(*ys[1:]), bodies, depth):
+            return True
+        return len(xs) >= 2 and _subsumed(xs[0], ys[0].item, bodies, depth) and \
+            _subsumed(seq(*xs[1:]), seq(*ys[1:]), bodies, depth)
+    if len(xs) == len(ys) >= 2:
+        return all(_subsumed(a, b, bodies, depth) for a, b in zip(xs, ys))
+    if isinstance(y, Repeat) and y.min <= 1 and (y.max is None or y.max >= 1):
+        return _subsumed(x, y.item, bodies, depth)
+    cx, cy = _as_class(x), _as_class(y)
+    if cx is not None and cy is not None:
+        return _covers(cy, cx)
+    if isinstance(y, Ref) and y.name in bodies:
+        return _subsumed(x, bodies[y.name], bodies, depth - 1)
+    if isinstance(x, Ref) and x.name in bodies:
+        return _subsumed(bodies[x.name], y, bodies, depth - 1)
+    return False
+
+
+def _split_head(xs: list[Expr], y: Alt, bodies, depth: int) -> bool:
+    """x = c·rest with c a class: each of c's characters is the head of some alternative of
+    y whose rest covers x's rest."""
+    c = _as_class(xs[0])
+    if c is None:
+        return False
+    rest = seq(*xs[1:])
+    covered: list[tuple[int, int]] = []
+    for a in y.items:
+        ys = _items(bodies.get(a.name, a) if isinstance(a, Ref) else a)
+        head = ys[0].item if isinstance(ys[0], Repeat) and (ys[0].min, ys[0].max) == (0, 1) else ys[0]
+        hc = _as_class(head)
+        if hc is not None and _subsumed(rest, seq(*ys[1:]), bodies, depth):
+            covered.extend(hc)
+    return _covers(tuple(covered), c)
+
+
+def _as_class(e: Expr) -> tuple[tuple[int, int], ...] | None:
+    if isinstance(e, CharClass):
+        return e.code_points()
+    if isinstance(e, Literal) and len(e.text) == 1:
+        return ((ord(e.text), ord(e.text)),)
+    return None
+
+
+def _covers(big, small) -> bool:
+    big = CharClass(tuple(big)).ranges if big else ()
+    return all(any(lo <= a and b <= hi for lo, hi in big) for a, b in small)
+
+
 def _plus_body(e: Expr, plus_rules: dict[str, Expr]) -> Expr:
-    """``a`` for ``a+`` and for a reference to a rule ``X ::= a+``; anything else as it is."""
+    """``a`` for ``a+`` and for a reference to a rule X with L(X) = a⁺; anything else as it is."""
     if isinstance(e, Ref) and e.name in plus_rules:
         return plus_rules[e.name]
     if isinstance(e, Repeat) and (e.min, e.max) == (1, None):
