@@ -4,7 +4,6 @@ overlap, and the CUDA path (skipped without a GPU)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")

@@ -21,7 +21,7 @@ from gramopt.passes import optimize  # noqa: E402
 from gramopt.runtime import Vocab  # noqa: E402
 from gramopt.runtime.decode import Sampling  # noqa: E402
 from gramopt.runtime.model import TinyCausalLM, prior_from_texts  # noqa: E402
-from gramopt.verify.lockstep import (LockstepGuide, Mismatch, decode_check, lockstep,  # noqa: E402
+from gramopt.verify.lockstep import (LockstepGuide, decode_check, lockstep,  # noqa: E402
                                      mask_difference)
 
 try:
