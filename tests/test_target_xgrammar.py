@@ -261,3 +261,21 @@ def test_star_with_its_stop_token_becomes_one_rule():
     out, made = lift_star_alternations(g)
     assert made and check_equivalence(g, out).ok
     assert not any(isinstance(x, Repeat) for r in out.rules for x in walk(r.body))
+
+
+def test_plus_of_a_unit_closed_under_concatenation_is_the_unit():
+    """SMILES-shaped: s ::= a (c | "(" b? s ")")*, c ::= b? a; (b? s)+ and s+ are just b? s and s
+    (s·s ⊆ s since b? a ⊆ c), which removes the ambiguity an Earley engine pays for."""
+    g = parse('root ::= s+ "|" ("(" (b? s)+ ")")*\ns ::= a (c | "(" (b? s)+ ")")*\nc ::= b? a\n'
+              'a ::= [A-Z] | "Cl"\nb ::= [=#-]', "ebnf")
+    out = fixup(g)
+    assert check_equivalence(g, out).ok
+    text = gramopt.write(out, "ebnf")
+    assert ")+" not in text and "s+" not in text
+
+
+def test_no_absorption_when_the_unit_is_not_closed():
+    g = parse('root ::= ("a" "b"*)+', "ebnf")  # ("a" b*)+ ≠ "a" b* ("aa" is in the first only)
+    out = fixup(g)
+    assert check_equivalence(g, out).ok
+    assert "aa" and out != fixup(parse('root ::= "a" "b"*', "ebnf"))

@@ -437,23 +437,27 @@ def _plus_item(body: Expr, bodies: dict[str, Expr]) -> Expr | None:
 
 
 def _closed_under_concat(u: Expr, bodies: dict[str, Expr]) -> bool:
-    """L(u)·L(u) ⊆ L(u), shown as u = P·T* with P ⊆ T: then u·u = P T* P T* ⊆ P T* T T* ⊆ P T*.
-    A reference at the end is unfolded (its body put in its place) to find the star."""
-    items = list(u.items) if isinstance(u, Seq) else [u]
-    for _ in range(3):
-        last = items[-1]
-        if isinstance(last, Repeat) and (last.min, last.max) == (0, None):
-            star = last.item
-        elif isinstance(last, Ref) and _star_item(last.name, bodies) is not None:
-            star = _star_item(last.name, bodies)
-        elif isinstance(last, Ref) and last.name in bodies:
-            b = bodies[last.name]
-            items = items[:-1] + (list(b.items) if isinstance(b, Seq) else [b])
-            continue
-        else:
+    """L(u)·L(u) ⊆ L(u), shown as u = P·T*·Q with Q·P ⊆ T: then u·u = P T* (Q P) T* Q ⊆
+    P T* T T* Q ⊆ P T* Q (Q may be empty). References are unfolded (a rule's body put in its
+    place, at most three times) to find the star."""
+    items = _items(u)
+    for _ in range(4):
+        k = next((i for i, x in enumerate(items) if i > 0 and _star_of(x, bodies) is not None), None)
+        if k is not None:
+            return _subsumed(seq(*items[k + 1:], *items[:k]), _star_of(items[k], bodies), bodies, 3)
+        j = next((i for i, x in enumerate(items) if isinstance(x, Ref) and x.name in bodies
+                  and isinstance(bodies[x.name], Seq)), None)
+        if j is None:
             return False
-        return len(items) > 1 and _subsumed(seq(*items[:-1]), star, bodies, 3)
+        items = items[:j] + list(bodies[items[j].name].items) + items[j + 1:]
     return False
+
+
+def _star_of(e: Expr, bodies: dict[str, Expr]) -> Expr | None:
+    """T when ``e`` is ``T*`` or a reference to a rule that is T*."""
+    if isinstance(e, Repeat) and (e.min, e.max) == (0, None):
+        return e.item
+    return _star_item(e.name, bodies) if isinstance(e, Ref) else None
 
 
 def _nullable(e: Expr, bodies: dict[str, Expr]) -> bool:
