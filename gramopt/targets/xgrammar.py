@@ -1,57 +1,49 @@
 """The xgrammar fix-up pass: shapes that xgrammar 0.2.8's token-mask cache can decide.
 
-Why (measured, see benchmarks/xgrammar_target_bench.py): xgrammar precomputes, for every
-position inside every rule, which tokens are accepted, rejected or *uncertain*; only the
-uncertain ones are re-checked per step against the whole parser stack, and that re-check is
-what costs. A token is uncertain at a position of rule R when R can *end* inside it: what the
-rest of the token must match then depends on R's caller. Two grammar shapes make that happen
-for most of the vocabulary:
+Why (measured, benchmarks/xgrammar_target_bench.py): xgrammar precomputes, for every position
+inside every rule, which tokens are accepted, rejected or *uncertain*; only the uncertain ones
+are re-checked per step against the whole parser stack, and that re-check is what costs. A
+token is uncertain at a position of rule R when R can *end* inside it (the rest of the token
+is then up to R's caller) and R's lookahead assertion, if any, does not reject the rest.
+llama.cpp's JSON grammar costs ~40 ms per mask against ~10 μs for xgrammar's own JSON not
+because of its nullable ``ws`` (that costs a few hundred uncertain tokens) but because of the
+alternation under the star of its string rule, ``"\"" ( [^"\\] | "\\" esc )* "\""``:
+xgrammar lowers the group into a helper rule of *one character* whose end is reached after
+the first byte of nearly every token, and the assertion it derives for that helper is the
+(nullable) star rule, which rejects nothing — ~130,000 of 151,643 Qwen tokens uncertain at
+every position inside a string. The same mechanism, a rule that ends early in most tokens and
+has no useful assertion, is behind every slow corpus grammar: ``char+`` with a one-character
+``char`` rule, ``[ \t]+`` (a plus of a class becomes a helper rule ``X ::= c X | c``), a
+shared ``ws`` rule followed by identifiers, left recursion (the rule ends after every item),
+and ambiguity that keeps many parser states alive (SMILES: ``(b? smiles)+`` where the parts
+concatenate into one ``smiles`` anyway).
 
-* **an alternation under a star**, llama.cpp's ``"\\"" ( [^"\\\\] | "\\\\" esc )* "\\""``:
-  xgrammar lowers the group into a helper rule of *one character* (``string_2_2 ::= [^"\\\\] |
-  "\\\\" esc``) whose own end is reached after the first byte of nearly every token; the
-  lookahead xgrammar derives for it is the star rule, which is nullable, so it rejects
-  nothing. On llamacpp__json.gbnf that leaves ~130,000 of 151,643 Qwen tokens uncertain at
-  every position inside a string: ~40 ms per mask against ~60 μs once the star is a rule of
-  its own, ``S ::= "" | [^"\\\\] S | "\\\\" esc S``, whose end is reached only at the closing
-  quote.
-* **a rule that ends with something nullable** (``… "\\"" ws``, with ``ws ::= "" | " " | …``)
-  and is used in several places: xgrammar derives a lookahead only for a rule used exactly
-  once and never last, so such a rule gets none, and every token that runs past its end is
-  uncertain.
+``fixup`` runs, all steps language-preserving (each function states its argument):
 
-The pass (``fixup``), all three steps language-preserving:
+* to a fixpoint: ``remove_left_recursion`` (A ::= A α | β as β α*), ``inline_small_regular_rules``
+  (``ws ::= [ \t]*`` into its callers; small alternation rules only where something follows),
+  ``lift_star_alternations`` ((a|b)* t as ``U ::= t | a U | b U``, (a|b)* as ``S ::= "" | a S |
+  b S``, bounded ones as rule chains, ``c+`` as ``c c*``, ``U+`` as ``U`` and ``U*`` as ``U?``
+  when U·U ⊆ U, (a+ | b)* as (a | b)*);
+* ``wrap_referenced_root``: a root that rules reference delegates to a fresh rule (xgrammar
+  0.2.8 treats the root as the end of input in its mask cache: ``root ::= "a" root "b" |
+  ""`` misses ``bb``, and llama.cpp's JSON once inlined, ``value ::= root | …``, misses
+  ``{},`` after ``{"name":``);
+* ``infer_lookaheads``: ``(= [F])`` with F the ASCII FOLLOW class of the rule. It restricts
+  nothing the grammar allows: xgrammar reads an assertion only while building the mask cache
+  (its runtime parser never consults it — probed, tests/test_target_xgrammar.py: a rule
+  asserted ``(= "b")`` yet followed by the end of input still lets EOS through and
+  terminates), and there only to *reject* a token that ends R inside itself when the rest of
+  the token cannot start with the assertion. If the token can extend a sentence, the rest's
+  first code point follows R in that sentence, so it is in FOLLOW(R) ⊆ F and the token is
+  kept; a token ending exactly where R ends is never checked; the end of input has no rest to
+  read, so leaving it out of F is sound. gramopt's own runtime and verifier read an assertion
+  as ε ("a hint, not part of the language", ``grammar.bnf``), which is exact for these.
 
-1. ``lift_star_alternations``: ``(a₁ | … | aₙ)*`` becomes a fresh rule
-   ``S ::= "" | a₁ S | … | aₙ S`` and ``(a₁ | … | aₙ)+`` a fresh ``P ::= a₁ P | … | aₙ P | a₁ |
-   … | aₙ``. Argument: L(S) is the least solution of S = ε ∪ (a₁ ∪ … ∪ aₙ)·S, which is
-   (a₁ ∪ … ∪ aₙ)* (Arden's lemma, least fixpoint); likewise P = A·P ∪ A gives A⁺. Equal
-   repetitions share one rule.
-2. ``infer_lookaheads``: every non-start rule R without an assertion gets ``(= [F])``, F the
-   code points of FOLLOW(R) (``targets.follow``), when F is not every code point and not
-   empty. Argument — it restricts nothing the grammar allows: xgrammar reads an assertion
-   only while building the mask cache (its runtime parser never consults it; probed: a rule
-   asserted ``(= "b")`` yet followed by the end of input still lets EOS through and
-   terminates), and there it is used to *reject* a token that ends R inside itself when
-   the rest of the token cannot start with the assertion. If the rest can extend a sentence
-   at all, its first code point follows R in that sentence, so it is in FOLLOW(R) ⊆ F and
-   the token is not rejected; a token whose rest is empty is never checked against the
-   assertion; a token that could only end R at the end of input has no rest to read. So the
-   cache marks no allowed token as rejected, and the mask is the same bit for bit (the
-   benchmark and tests compare masks of original and optimized grammars along real
-   trajectories). gramopt's own runtime and verifier read an assertion as ε (``grammar.bnf``:
-   "a hint, not part of the language"), which is therefore exact for inferred assertions.
-   Assertions already in the input are kept as written.
-3. ``wrap_referenced_root``: xgrammar 0.2.8 treats the root rule as the end of input
-   when it builds the mask cache (a token that runs past the root's end is rejected there),
-   so masks go wrong wherever the root is *used* by a rule — directly (``root ::= "a" root
-   "b" | ""``: after ``aaaaaaaa`` the mask omits ``bb``) or through others (llama.cpp's JSON
-   after inlining: ``value ::= root | …``, where ``{},`` is missing after ``{"name":``). The
-   root then delegates to a fresh rule with its old body, and every reference points there:
-   same language, one unit production.
-
-The pass is idempotent: step 1 leaves no alternation under an unbounded repetition, step 2
-keeps existing assertions, step 3 leaves a root that no rule references.
+The pass is idempotent (the reshaping steps run to a fixpoint, assertions are recomputed from
+the grammar, a wrapped root is no longer referenced) and the benchmark and tests compare
+xgrammar's masks for the original and the optimized grammar bit for bit along Qwen-tokenized
+corpus samples.
 """
 
 from __future__ import annotations
@@ -327,15 +319,22 @@ def _split_leading_optional(e: Expr, name: str) -> tuple[Expr, ...]:
 
 def infer_lookaheads(g: Grammar) -> tuple[Grammar, int]:
     """Set ``(= [F])``, F = FOLLOW's code points, on every non-start rule whose assertion is
-    absent or a character class, when F is neither every code point nor empty; returns the
-    grammar and how many assertions changed.
+    absent or a character class, when F is non-empty ASCII; returns the grammar and how many
+    assertions changed.
+
+    ASCII only: xgrammar *accepts without re-checking* a token whose rest is consumed by an
+    assertion it deems exact (a rule used once, not last) without completing it. A non-empty
+    rest against one ASCII class either matches its first byte (the assertion completes: the
+    token stays uncertain and is re-checked) or fails, so that case never arises; against a
+    class with multi-byte code points a rest cut inside a code point would be accepted on
+    the strength of F, a union over all of R's contexts, not this one's.
 
     A character-class assertion already there is *recomputed*, not kept: an earlier round
     may have inferred it for a grammar whose FOLLOW sets the later rewrites changed (a rule
     merged with an equal one used elsewhere), and a stale class narrower than FOLLOW would
-    reject allowed tokens. Where F is every code point such a class is dropped unless it
-    already covers everything; where F is empty (the rule ends only at the end of input) any
-    assertion is sound and the one there is kept. Sequence assertions (written by a user, as
+    reject allowed tokens. Where no class is inferred, a class already there is kept only if
+    it covers F; where F is empty (the rule ends only at the end of input) any assertion is
+    sound and the one there is kept. Sequence assertions (written by a user, as
     in xgrammar's built-in JSON) are kept as written; gramopt reads every assertion as a hint
     (ε), so replacing a user's class by FOLLOW keeps the language."""
     follows = follow_sets(g)
@@ -347,8 +346,8 @@ def infer_lookaheads(g: Grammar) -> tuple[Grammar, int]:
         if r.name == g.start or f is None or not (la is None or isinstance(la, CharClass)) or not f.ranges:
             rules.append(r)
             continue
-        if f.covers_everything():
-            new = la if la is not None and la.code_points() == f.ranges else None
+        if f.covers_everything() or f.ranges[-1][1] > 0x7F:
+            new = la if la is not None and _covers(la.code_points(), f.ranges) else None
         else:
             new = CharClass(f.ranges)
         if new != la:
