@@ -274,3 +274,34 @@ def test_corpus_sweep(qwen, path):
     except RuntimeGrammarError as e:
         pytest.skip(f"the byte runtime does not compile it: {e}")
     assert all(r.mismatch is None for r in rep.results), [m.format(qwen) for m in rep.mismatches]
+
+
+def test_xgrammar_difference_is_arbitrated_by_the_reference_recognizer(bvocab):
+    """A difference of the independent engine is checked against the reference recognizer:
+    the engine's own error (here: a token it leaves out, though prefix + token is viable)
+    does not fail the check; a difference where the engine is right (gramopt allows a
+    token that leads nowhere) does."""
+    from gramopt.verify.lockstep import ENGINE_ERROR, DecodeReport, LockstepResult, Mismatch, reference_arbiter
+    g = parse('root ::= "a" root "b" | ""', "gbnf")
+    right = reference_arbiter(g, bvocab)
+    a, b, eos = bvocab.token_bytes.index(b"a"), bvocab.token_bytes.index(b"b"), bvocab.eos_ids[0]
+    assert right(b"aa", (b,), ())             # "aab" is viable: the engine wrongly left b out
+    assert right(b"ab", (eos,), ())           # "ab" is a sentence: EOS allowed
+    assert not right(b"ab", (a,), ())         # "aba" leads nowhere: gramopt would be wrong
+    assert right(b"aa", (), (eos,))           # the engine allowing EOS after "aa" is its error
+
+    def report(verdict_right: bool) -> DecodeReport:
+        m = Mismatch("mask", "xgrammar:optimized", 0, 0, 2, b"aa", (b,), (),
+                     verdict=ENGINE_ERROR if verdict_right else "gramopt's error")
+        res = LockstepResult(0, None, [m], {}, {}, [])
+        return DecodeReport([res], {}, {})
+    assert report(True).ok and not report(False).ok
+
+
+def test_guide_records_the_verdict(bvocab):
+    from gramopt.verify.lockstep import ENGINE_ERROR, Mismatch, reference_arbiter
+    g = parse('root ::= "a" root "b" | ""', "gbnf")
+    guide = LockstepGuide([], {"xgrammar:original": []}, bvocab, arbiter=reference_arbiter(g, bvocab))
+    b = bvocab.token_bytes.index(b"b")
+    guide._record(Mismatch("mask", "xgrammar:original", 0, 0, 2, b"aa", (b,), ()))
+    assert guide.mismatches[0].verdict == ENGINE_ERROR and guide.mismatch is None
