@@ -37,7 +37,7 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
         result = optimize(grammar, **options)
     except ValueError as e:  # an unknown pass or target name
         raise GrammarError(str(e), path=path) from None
-    return original, write(result.grammar, output_dialect(grammar, output, to, path)), result
+    return original, write(result.grammar, output_dialect(result.grammar, output, to, path)), result
 
 
 def unsound_message(path: str, e) -> str:

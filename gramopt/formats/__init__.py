@@ -24,14 +24,17 @@ def output_dialect(grammar: Grammar, output: str | None, to: str | None = None,
     """The dialect to write: ``to`` if given, else the output file's extension when it
     names a writable dialect (``-o out.lark`` converts), else the source file's (an NLTK
     ``.cfg`` reads as a Lark-semantics grammar but writes back as ``.cfg``), else the
-    grammar's own; Go-EBNF is written as xgrammar EBNF."""
+    grammar's own; Go-EBNF is written as xgrammar EBNF, and so is a GBNF source whose
+    optimized grammar carries lookahead assertions (``--target xgrammar``)."""
     if to:
         return to
+    hinted = any(r.lookahead is not None for r in grammar.rules)
     for path in (output if output != "-" else None, source):
         ext_dialect = _EXTENSIONS.get(os.path.splitext(path or "")[1].lower())
         if ext_dialect in WRITABLE:
-            return ext_dialect
-    return "ebnf" if grammar.dialect == "goebnf" else grammar.dialect
+            # lookahead assertions (--target xgrammar) need xgrammar EBNF, unless GBNF was asked for
+            return "ebnf" if ext_dialect == "gbnf" and hinted and path is source else ext_dialect
+    return "ebnf" if grammar.dialect == "goebnf" or (grammar.dialect == "gbnf" and hinted) else grammar.dialect
 
 
 def detect_dialect(path: str) -> str:
@@ -103,11 +106,14 @@ def read(path: str, dialect: str | None = None, start: str | None = None) -> Gra
 
 def write(grammar: Grammar, dialect: str | None = None) -> str:
     """Print ``grammar`` in ``dialect`` (default: its own). Raises GrammarError when the
-    target dialect cannot express something the grammar uses."""
+    target dialect cannot express something the grammar uses (GBNF drops lookahead
+    assertions instead: they do not change the language)."""
     dialect = dialect or grammar.dialect
     if dialect in ("gbnf", "ebnf"):
         from .ebnf import write_ebnf
-        return write_ebnf(grammar, dialect)
+        # GBNF has no lookahead assertions; they are hints (the language is the rules'), so a
+        # GBNF file asked for by name gets the grammar without them
+        return write_ebnf(grammar, dialect, drop_lookahead=dialect == "gbnf")
     if dialect == "lark":
         from .lark import write_lark
         return write_lark(grammar)
