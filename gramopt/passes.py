@@ -15,8 +15,10 @@ The default pipeline (``DEFAULT_PASSES``) reads top to bottom::
 Any pass runs alone: ``passes=["delegation", "inline"]``. The e-graph passes
 "delegation", "recursion", "alternation", "repetition", "sequence" saturate with one family
 only; "saturate" with all. An e-graph pass whose output has a larger κ than its input is
-reverted when its objective κ + SAC-proxy grew (except for target llama.cpp, where removing
-left recursion may cost states): κ can grow only where an ambiguity goes away.
+reverted when its objective (``objective``: κ + SAC-proxy, plus a cost per recursive
+reference for engine targets) grew, except for target llama.cpp, where removing left
+recursion may cost states: κ can grow only where an ambiguity or (for an engine) a
+recursion goes away.
 
 With ``verify=True`` the output is checked against the input with
 ``gramopt.verify.check_equivalence``; on a difference the passes are replayed one at a time
@@ -33,7 +35,9 @@ from typing import Callable
 
 from .costmodels import kappa, sac_proxy
 from .egraph import TARGETS, ExtractionError, Extractor, GrammarEGraph, Limits, Runner
+from .egraph.extract import W_RECURSION
 from .grammar import Grammar
+from .grammar.analysis import recursive_references
 from .rewrites import FAMILIES, rules as rewrite_rules
 from .rewrites.inline import inline_rules, rule_kappa
 
@@ -237,10 +241,11 @@ class PassManager:
         rep = PassReport(name, k0, k0, len(g.rules), len(g.rules), 0.0)
         out = PASSES[name](g, self.ctx, rep)
         k1 = _kappa(out)
-        if (name in EGRAPH_PASSES and self.ctx.target != "llama.cpp" and out is not g
-                and k1 + sac_proxy(out) > k0 + sac_proxy(g)):
-            rep.notes.append(f"reverted (κ+SAC-proxy {k0 + sac_proxy(g):g}→{k1 + sac_proxy(out):g})")
-            out, k1 = g, k0
+        if name in EGRAPH_PASSES and self.ctx.target != "llama.cpp" and out is not g:
+            before, after = objective(g, self.ctx.target, k0), objective(out, self.ctx.target, k1)
+            if after > before:
+                rep.notes.append(f"reverted (objective {before:g}→{after:g})")
+                out, k1 = g, k0
         rep.kappa_after, rep.rules_after = k1, len(out.rules)
         kept = set(out.names)
         rep.removed = [n for n in g.names if n not in kept]
@@ -255,6 +260,17 @@ class PassManager:
             g, rep = self.run_pass(name, g)
             reports.append(rep)
         return g, reports
+
+
+def objective(g: Grammar, target: str, k: int | None = None) -> float:
+    """What an e-graph pass must not make worse: κ + SAC-proxy, and for an engine target
+    also ``W_RECURSION`` per recursive reference (the extractor's own penalty, see
+    ``egraph/extract.py``): `B ::= [^<] B | "</t>"` → `[^<]* "</t>"` costs κ but
+    removes a recursion every engine runs per character."""
+    cost = (_kappa(g) if k is None else k) + sac_proxy(g)
+    if target != "generic":
+        cost += W_RECURSION * recursive_references(g)
+    return cost
 
 
 def _kappa(g: Grammar) -> int:

@@ -155,3 +155,16 @@ def test_planted_unsound_pass_is_caught(monkeypatch):
         optimize(G4, passes=["saturate", "broken"])
     assert e.value.pass_name == "broken"
     assert e.value.counterexample is not None
+
+
+@pytest.mark.parametrize("target", ["xgrammar", "llguidance", "earley"])
+def test_text_until_end_tag_becomes_a_repetition_for_engines(target):
+    """B ::= [^<] B | "</t>" recurses once per character in every engine; for an engine
+    target it becomes [^<]* "</t>" (κ grows by 4, a recursion goes away). Generic keeps it."""
+    from gramopt.formats import parse
+    from gramopt.grammar.analysis import recursive_references
+    g = parse('root ::= "<t>" body\nbody ::= [^<] body | "</t>"\n', "gbnf")
+    assert recursive_references(g) == 1
+    out = optimize(g, target=target).grammar  # verified
+    assert recursive_references(out) == 0
+    assert optimize(g, target="generic").grammar == g

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .expr import (Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal,
-                   normalize_ranges)
+                   normalize_ranges, walk)
 from .grammar import Grammar
 
 
@@ -190,6 +190,24 @@ def _cyclic(graph: dict[str, list[str]]) -> list[list[str]]:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[v])
     return comps
+
+
+def recursive_references(grammar: Grammar) -> int:
+    """How many references (occurrences, in rule bodies) point into their own rule's
+    strongly connected component: the recursions an engine must run as rule calls rather
+    than as repetitions (0 for a grammar whose every rule is regular by construction)."""
+    graph = {r.name: _refs_in(r.body) for r in grammar.rules}
+    comp_of = {n: i for i, comp in enumerate(_cyclic(graph)) for n in comp}
+    count = 0
+    for r in grammar.rules:
+        c = comp_of.get(r.name)
+        if c is not None:
+            count += sum(1 for n in _ref_occurrences(r.body) if comp_of.get(n) == c)
+    return count
+
+
+def _ref_occurrences(e: Expr) -> list[str]:
+    return [x.name for x in walk(e) if isinstance(x, Ref)]
 
 
 # ---------------------------------------------------------------- FIRST sets
