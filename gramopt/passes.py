@@ -39,7 +39,7 @@ from .egraph.extract import W_RECURSION
 from .grammar import Grammar
 from .grammar.analysis import recursive_references
 from .rewrites import FAMILIES, rules as rewrite_rules
-from .rewrites.inline import inline_rules, rule_kappa
+from .rewrites.inline import inline_rules, is_leaf, rule_kappa
 
 DEFAULT_PASSES = ("cleanup", "saturate", "inline", "target")
 
@@ -196,7 +196,8 @@ def _inline(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
         # boundaries. Pass-through and duplicate rules are merged by the other passes.
         rep.notes.append("llguidance: rules kept")
         return g
-    out, names = inline_rules(g)
+    # gramopt's Earley runtime: leaf rules inline whatever κ says (see ``is_leaf``)
+    out, names = inline_rules(g, always=is_leaf if ctx.target == "earley" else None)
     if names:
         rep.fired["inline"] = len(names)
     return out

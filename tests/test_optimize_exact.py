@@ -168,3 +168,16 @@ def test_text_until_end_tag_becomes_a_repetition_for_engines(target):
     out = optimize(g, target=target).grammar  # verified
     assert recursive_references(out) == 0
     assert optimize(g, target="generic").grammar == g
+
+
+def test_earley_target_inlines_leaf_rules():
+    """For gramopt's own runtime, a rule that names no other rule (ws) is inlined whatever κ
+    says; the result is a fixpoint of the optimizer."""
+    from gramopt.formats import parse
+    from gramopt.grammar import refs
+    g = parse('root ::= "[" ws item (ws "," ws item)* ws "]"\nitem ::= "a" | root\nws ::= [ \\t\\n]*', "gbnf")
+    out = optimize(g, target="earley").grammar
+    assert "ws" not in out.names
+    assert all(refs(r.body) for r in out.rules if r.name != out.start)
+    assert optimize(out, target="earley").grammar == out
+    assert "ws" in optimize(g, target="generic").grammar.names  # κ keeps the named ws there

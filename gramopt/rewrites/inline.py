@@ -18,18 +18,27 @@ are worth a name.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
 from ..costmodels.kappa import rule_kappa
 from ..grammar import Grammar, Ref, Rule, refs, transform
+
+
+def is_leaf(rule: Rule) -> bool:
+    """A rule whose body names no rule: regular, and a place where an Earley parser
+    completes back into every caller (gramopt's runtime: inlining `ws ::= [ \\t\\n]*` into
+    xgrammar's JSON grammar took its p95 mask time from 182 µs back to 25 µs)."""
+    return not refs(rule.body)
 
 
 def _self_recursive(rule: Rule) -> bool:
     return rule.name in refs(rule.body)
 
 
-def inline_rules(grammar: Grammar) -> tuple[Grammar, list[str]]:
-    """Inline every rule whose inlining does not increase κ; return the grammar and the
-    inlined names (in order)."""
+def inline_rules(grammar: Grammar, always: Callable[[Rule], bool] | None = None) -> tuple[Grammar, list[str]]:
+    """Inline every rule whose inlining does not increase κ, and every (unpinned,
+    non-recursive) rule for which ``always(rule)`` holds whatever κ says; return the grammar
+    and the inlined names (in order)."""
     pinned = {grammar.start} | {a for d in grammar.directives for a in d.args}
     for r in grammar.rules:
         if r.lookahead is not None:
@@ -60,7 +69,7 @@ def inline_rules(grammar: Grammar) -> tuple[Grammar, list[str]]:
             b = transform(rules[u].body, sub)
             new[u] = replace(rules[u], body=b)
         delta = sum(rule_kappa(r, grammar.dialect) - kap[u] for u, r in new.items()) - kap[name]
-        if delta <= 0:
+        if delta <= 0 or (always is not None and always(rules[name])):
             for u, r in new.items():
                 rules[u] = r
                 kap[u] = rule_kappa(r, grammar.dialect)
