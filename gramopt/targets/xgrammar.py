@@ -154,6 +154,8 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
     until: dict[tuple, str] = {}
 
     def star_of_alt(e: Expr) -> Repeat | None:
+        if isinstance(e, Ref) and e.name != g.start and _star_item(e.name, bodies) is not None:
+            e = Repeat(_star_item(e.name, bodies), 0, None)  # a star rule: its body in its place
         e = _unfold(e, leaves, plus_rules)
         return e if isinstance(e, Repeat) and (e.min, e.max) == (0, None) and isinstance(e.item, Alt) else None
 
