@@ -279,3 +279,38 @@ def test_no_absorption_when_the_unit_is_not_closed():
     out = fixup(g)
     assert check_equivalence(g, out).ok
     assert not check_equivalence(out, parse('root ::= "a" "b"*', "ebnf")).ok
+
+
+# ------------------------------------------------------------ random grammars (slow)
+
+hyp = pytest.importorskip("hypothesis")
+st = hyp.strategies
+_RULES = ["root", "A", "B"]
+
+
+def _exprs(depth):
+    from gramopt.grammar import Epsilon, Literal, Ref, Repeat, alt, seq
+    leaf = st.one_of(st.sampled_from([Literal("a"), Literal("b"), Literal("ab"), Epsilon(),
+                                      CharClass(((97, 98),)), CharClass(((98, 99),))]),
+                     st.sampled_from(_RULES).map(Ref))
+    if depth == 0:
+        return leaf
+    sub = _exprs(depth - 1)
+    return st.one_of(
+        leaf,
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: seq(*xs)),
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: alt(*xs)),
+        st.tuples(sub, st.sampled_from([(0, None), (1, None), (0, 1), (0, 2), (1, 3), (2, None)])).map(
+            lambda t: Repeat(t[0], *t[1]) if t[0] != Epsilon() else t[0]))
+
+
+@pytest.mark.slow
+@hyp.settings(max_examples=300, deadline=None, suppress_health_check=list(hyp.HealthCheck))
+@hyp.given(st.lists(_exprs(2), min_size=3, max_size=3))
+def test_fixup_keeps_the_language_of_random_grammars(bodies):
+    from gramopt.grammar import Grammar, Rule
+    g = Grammar(tuple(Rule(n, b) for n, b in zip(_RULES, bodies)), "root")
+    out = fixup(g)
+    res = check_equivalence(g, out)
+    assert res.ok, (g, out, res.counterexample)
+    assert fixup(out) == out

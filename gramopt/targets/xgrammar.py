@@ -61,29 +61,26 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     what it did, for the pass report."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
-    if _has_lark_atoms(g):
-        notes.append("xgrammar: Lark terminals present, only the root fix-up applies")
-    else:
-        for _ in range(16):  # each step can open the way for another (an inlined ws makes
-            start = g        # its caller small and regular): to a fixpoint, so the pass is idempotent
-            g, names = remove_left_recursion(g)
-            _count(fired, notes, "xgrammar-left-recursion", names, "left recursion as a star in")
-            g, names = inline_small_regular_rules(g)
-            _count(fired, notes, "xgrammar-inline", names, "inlined")
-            g, names = lift_star_alternations(g)
-            _count(fired, notes, "xgrammar-star-rule", names, "repetitions of an alternation made rules:")
-            if g == start:
-                break
-    g, wrapped = wrap_referenced_root(g)
-    if wrapped:
-        fired["xgrammar-root-wrapper"] = 1
-        notes.append(f"xgrammar: root delegates to {wrapped}")
-    if not _has_lark_atoms(g):
-        with_la, n = infer_lookaheads(g)
-        if n:
-            fired["xgrammar-lookahead"] = n
-            notes.append(f"xgrammar: {n} lookahead assertion(s) from FOLLOW sets")
-        g = with_la
+    if _has_lark_atoms(g):  # Lark terminals are not code points: only the root fix-up applies
+        g, wrapped = wrap_referenced_root(g)
+        _count(fired, notes, "xgrammar-root-wrapper", [wrapped] if wrapped else [], "root delegates to")
+        return g
+    for _ in range(16):  # each step can open the way for another (an inlined ws makes its
+        start = g        # caller small and regular): to a fixpoint, so the pass is idempotent
+        g, names = remove_left_recursion(g)
+        _count(fired, notes, "xgrammar-left-recursion", names, "left recursion as a star in")
+        g, names = inline_small_regular_rules(g)
+        _count(fired, notes, "xgrammar-inline", names, "inlined")
+        g, names = lift_star_alternations(g)
+        _count(fired, notes, "xgrammar-star-rule", names, "repetitions made rules:")
+        g, wrapped = wrap_referenced_root(g)  # in the loop: the new rule may be small enough to inline
+        _count(fired, notes, "xgrammar-root-wrapper", [wrapped] if wrapped else [], "root delegates to")
+        if g == start:
+            break
+    g, n = infer_lookaheads(g)
+    if n:
+        fired["xgrammar-lookahead"] = n
+        notes.append(f"xgrammar: {n} lookahead assertion(s) from FOLLOW sets")
     return g
 
 
