@@ -20,6 +20,11 @@ reference for engine targets) grew, except for target llama.cpp, where removing 
 recursion may cost states: κ can grow only where an ambiguity or (for an engine) a
 recursion goes away.
 
+For target llguidance the result is also checked in llguidance itself (``engine-check``:
+its masks along random sentences, ``targets/llguidance.py``), because its greedy lexer can
+accept less than the language, depending on the form; on a difference the e-graph passes'
+output is dropped.
+
 With ``verify=True`` the output is checked against the input with
 ``gramopt.verify.check_equivalence``; on a difference the passes are replayed one at a time
 to find the first that changed the language, and ``OptimizationError`` carries the
@@ -302,6 +307,8 @@ def optimize(grammar: Grammar, target: str = "generic", passes=None, limits: Lim
             p.name = f"{p.name}#{round_}"
         reports += more
         out = again
+    if target == "llguidance" and out != grammar:
+        out = _llguidance_check(grammar, out, pm, reports)
     if out == grammar:
         out = grammar  # keep comments and positions when nothing changed
     report = Report(target, reports, kappa(grammar), kappa(out), sac_proxy(grammar), sac_proxy(out),
@@ -331,6 +338,37 @@ def optimize(grammar: Grammar, target: str = "generic", passes=None, limits: Lim
                     f"first changed by pass '{culprit}')", res.counterexample, culprit, Result(out, report))
     report.seconds = time.perf_counter() - t0
     return Result(out, report)
+
+
+def _llguidance_check(grammar: Grammar, out: Grammar, pm: PassManager, reports: list) -> Grammar:
+    """Target llguidance: llguidance's own masks must not tell ``out`` from ``grammar``
+    (``targets/llguidance.py``: its greedy lexer accepts less than the language, and which
+    rules it lexes changes with the form). On a difference the passes run again without the
+    e-graph ones (no rule turns from recursive to regular); if that differs too, the input
+    is kept. The check's finding is the pass report's note."""
+    from .targets import llguidance as engine
+    t = time.perf_counter()
+    rep = PassReport("engine-check", _kappa(out), _kappa(out), len(out.rules), len(out.rules), 0.0)
+    reports.append(rep)
+    if not engine.available():
+        rep.notes.append("llguidance not installed: engine check skipped")
+    else:
+        diff = engine.engine_difference(grammar, out)
+        if diff is None:
+            rep.notes.append("llguidance masks agree")
+        else:
+            rep.notes.append(f"llguidance differs {diff.describe()}")
+            safer = PassManager([n for n in pm.names if n not in EGRAPH_PASSES], pm.ctx.target, pm.ctx.limits)
+            alt, _ = safer.run(grammar)
+            if alt != grammar and engine.engine_difference(grammar, alt) is None:
+                out = alt
+                rep.notes.append("kept the passes' output without the e-graph passes")
+            else:
+                out = grammar
+                rep.notes.append("kept the input")
+    rep.kappa_after, rep.rules_after = _kappa(out), len(out.rules)
+    rep.seconds = time.perf_counter() - t
+    return out
 
 
 def _bisect(grammar: Grammar, pm: PassManager, check) -> str | None:

@@ -3,7 +3,8 @@
     apply(grammar, target, notes, fired) -> Grammar
 
 Each engine's module holds the language-preserving reshapings that engine needs to be fast
-or correct; targets without one get the grammar back unchanged.
+or correct; targets without one get the grammar back unchanged. ``llguidance.py`` holds no reshaping but
+the engine check that ``gramopt.passes.optimize`` runs for that target.
 """
 
 from __future__ import annotations

@@ -1,0 +1,54 @@
+"""The llguidance target's engine check (gramopt/targets/llguidance.py): llguidance's greedy
+lexer must not tell the optimized grammar from the original."""
+
+import pytest
+
+pytest.importorskip("llguidance")
+
+from gramopt.formats import parse, write  # noqa: E402
+from gramopt.passes import optimize  # noqa: E402
+from gramopt.targets.llguidance import engine_difference, sentences  # noqa: E402
+
+# cm keeps a self-embedding recursion (a rule for llguidance); ce is regular
+NESTED = r'''root ::= "x" (cm | ce)
+cm ::= "\"" "," | [a-z] cm | "(" cm ")"
+ce ::= [a-z] ce | "\"" "}"
+'''
+# the same language with ce as a repetition: llguidance lexes ce as one greedy lexeme
+# [a-z]*"}, which swallows the letters cm needs, so it rejects the sentence xb",
+AS_LEXEME = NESTED.replace('ce ::= [a-z] ce | "\\"" "}"', 'ce ::= [a-z]* "\\"" "}"')
+
+
+def test_check_finds_the_greedy_lexer_difference():
+    assert AS_LEXEME != NESTED
+    d = engine_difference(parse(NESTED, "gbnf"), parse(AS_LEXEME, "gbnf"))
+    assert d is not None
+    assert d.prefix.endswith(b'"') and ord(",") in d.only_original and not d.only_optimized
+    assert "llguidance allows ','" in d.describe()
+
+
+def test_check_agrees_on_equal_grammars():
+    g = parse(NESTED, "gbnf")
+    assert engine_difference(g, g) is None
+
+
+def test_sentences_are_in_the_language():
+    from gramopt.verify import Recognizer
+    g = parse(NESTED, "gbnf")
+    got = sentences(g, 20, seed=3)
+    assert got and all(Recognizer(g).accepts(s) for s in got)
+
+
+def test_llguidance_target_keeps_what_llguidance_accepts():
+    g = parse(NESTED, "gbnf")
+    r = optimize(g, target="llguidance")
+    check = [p for p in r.report.passes if p.name == "engine-check"]
+    assert check and any("llguidance differs" in n for n in check[0].notes)
+    assert r.report.verified == "ok"
+    assert engine_difference(g, r.grammar) is None
+    assert "[a-z]*" not in write(r.grammar, "gbnf")  # ce stays a rule, not a lexeme
+
+
+def test_other_targets_do_not_run_the_engine_check():
+    r = optimize(parse(NESTED, "gbnf"), target="generic")
+    assert all(p.name != "engine-check" for p in r.report.passes)
