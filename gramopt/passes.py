@@ -352,6 +352,8 @@ def _llguidance_check(grammar: Grammar, out: Grammar, pm: PassManager, reports: 
     reports.append(rep)
     if not engine.available():
         rep.notes.append("llguidance not installed: engine check skipped")
+    elif grammar.dialect == "lark":
+        rep.notes.append("Lark grammar: engine check skipped (sentences are terminal sequences)")
     else:
         diff = engine.engine_difference(grammar, out)
         if diff is None:
