@@ -14,7 +14,7 @@ import pytest
 
 import gramopt
 from gramopt.formats import parse
-from gramopt.grammar import Alt, CharClass, Repeat, walk
+from gramopt.grammar import Alt, CharClass, Epsilon, Literal, Ref, Repeat, refs, walk
 from gramopt.passes import optimize
 from gramopt.targets import apply
 from gramopt.targets.follow import Follow, follow_sets
@@ -140,6 +140,45 @@ def test_user_sequence_assertions_are_kept():
     before = {r.name: r.lookahead for r in g.rules if r.lookahead is not None and not isinstance(r.lookahead, CharClass)}
     after = {r.name: r.lookahead for r in out.rules}
     assert before and all(after.get(n) == la for n, la in before.items())
+
+
+def test_rule_headed_by_a_star_becomes_the_star_with_its_whole_rest():
+    """``s ::= t "'" ws ":"`` with t a star rule shared with ``c``: s itself becomes the star,
+    ending where it ended (after ":", where its assertion is read), not a shared until-rule
+    that ends at the quote; a rule ``(x y)*`` over a sequence becomes ``"" | x y S``."""
+    g = parse('root ::= "{" s "0" | "[" c "1" | "(" e ")"\n'
+              's ::= t "\'" " "* ":" (= " "* "0")\n'
+              'c ::= t "\'" " "* "," (= " "* "1")\n'
+              't ::= ([a-z] | "/" [n])*\n'
+              'e ::= ("," [a-z])*', "ebnf")
+    out, _ = lift_star_alternations(g)
+    for name, stop in (("s", ":"), ("c", ",")):
+        r = out.rule(name)
+        assert r.lookahead == g.rule(name).lookahead and isinstance(r.body, Alt) and len(r.body.items) == 3
+        exits = [a for a in r.body.items if not refs(a)]
+        assert len(exits) == 1 and exits[0].items[-1] == Literal(stop)  # ends after its own stop
+        assert all(a.items[-1] == Ref(name) for a in r.body.items if a not in exits)  # right recursion
+    assert "t" not in out.names  # no user left: dropped
+    e = out.rule("e").body
+    assert isinstance(e, Alt) and Epsilon() in e.items and len(e.items) == 2
+    assert check_equivalence(g, out).ok
+
+
+def test_optimize_keeps_user_assertions_where_the_rules_end():
+    """Through the whole pipeline (the e-graph factors the four string rules of xgrammar's
+    JSON into one shared star): every rule with a hand-written sequence assertion is still
+    there with it, and each string rule still ends after its own closing punctuation."""
+    g = _read("ebnf/xgrammar__builtin_json.ebnf")
+    res = optimize(g, target="xgrammar")
+    assert res.report.verified == "ok"
+    out = {r.name: r for r in res.grammar.rules}
+    user = {r.name: r.lookahead for r in g.rules if r.lookahead is not None and not isinstance(r.lookahead, CharClass)}
+    assert user and all(n in out and out[n].lookahead == la for n, la in user.items())
+    for name in ("characters_and_colon", "characters_and_comma", "characters_and_embrace", "characters_item"):
+        body = out[name].body
+        assert isinstance(body, Alt) and all(
+            name in {x.name for x in walk(a) if hasattr(x, "name")} for a in body.items[1:])
+        assert not any(n.endswith("_until") for a in body.items for n in [getattr(x, "name", "") for x in walk(a)])
 
 
 # ------------------------------------------------------------ whole pass: idempotent, language kept
