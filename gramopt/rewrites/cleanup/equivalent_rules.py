@@ -23,6 +23,46 @@ equation per block) then has the rules' equations as instances, so as in
 fixpoint: replacing references to a member by its block's representative changes no
 language.
 
+Seeing through helpers. The signatures compare bodies with some references *unfolded*,
+so that a copy of a recursive rule whose star was spelled as a helper still matches the
+original (``C ::= "\"" H "," | c C | e C2 ;  C2 ::= "\"" [ ]* "," | c C | e C ;
+H ::= H [ ] | ""`` makes C = C2 once H reads as ``[ ]*``). A rule is *closed* when its
+reading below mentions no rule at all (a regular constant, e.g. a star helper), and the
+signature of every rule is its body as written with each reference to a closed rule
+replaced by that rule's reading (its own included: a self-recursive closed rule reads its
+recursion solved, so a copy ``C2 ::= body(C)`` reads exactly like C):
+
+    one-rule recursion   H ::= H w₁ | … | H m₁ H | … | T   reads   T (w₁ | … | m₁ T | …)*
+                         H ::= w₁ H | … | T                 reads   (w₁ | …)* T
+                         (w, m, T free of H; ``T T*`` reads ``T+``, ``ε U*`` reads ``U*``)
+    other rules          their body, references to closed rules replaced by readings
+                         (closed when nothing else remains, up to ``UNFOLD_LIMIT`` nodes)
+
+Argument. (a) A reading is the least solution of the rule's own equation with the other
+rules as parameters (S = T U* contains T and is closed under ·w and ·m S, so it contains
+the least solution; each T U^k takes k+1 unfoldings, so it is contained); by Bekić's
+theorem putting it in place of the equation keeps the least fixpoint L, and as S(Y) is a
+fixpoint of H's equation for every valuation Y, ``H ::= body(S)`` is the same function as
+``H ::= S``. Replacing a reference by the referred equation's right-hand side keeps L too.
+So the system U of signatures has least fixpoint L, and the partition argument above
+shows that, in any system whose equations equal the signatures up to blocks (a member's
+equation may be a block-mate's signature, references may go to block-mates), every rule
+still denotes L of its block. (b) Folding back: the written bodies differ from
+signatures only by a reference to a closed rule k where the signature has k's constant
+reading L(k). The closed rules form a subsystem that mentions nothing else; it keeps
+least fixpoint L as long as it stays acyclic apart from solved self-recursion, which the
+choice of bodies below guarantees (every reference goes from a closed rule to one of
+smaller *depth*, the longest chain of references below it, even after redirection). So
+the closed rules are solved first (Bekić) and the constants substituted: the merged
+grammar is such a system. (c) Without (b)'s care it is wrong: ``r ::= m ; m ::= "a"``
+(r pinned) read alike, and taking r's body for the merged m gives ``m ::= m`` (empty).
+
+Bodies: the representative (named below) takes, in a block of closed rules, the body of a
+member of least depth (it names no block-mate, so no cycle appears); in another block,
+the body of the member that names the fewest rules outside the block (so ``v ::= "x" H v
+| "y"`` merged with its copy ``v2 ::= "x" [ ]* v | "y"`` keeps the copy's body and H can
+go). Members other than the representative keep their bodies when pinned.
+
 Kept: the start rule, rules named by a directive or a lookahead, and rules with a
 lookahead, Lark flags, priority or aliases stay (their references may still be redirected
 to an equal rule). Lark grammars are left alone: a Lark rule name is a parse-tree node the
@@ -35,7 +75,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...grammar import Expr, Grammar, Ref, refs, rename_refs, transform
+from ...grammar import (Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, refs, rename_refs, seq,
+                        transform, walk)
+from ...grammar.analysis import _cyclic
 from .common import is_lark
 
 
@@ -66,9 +108,88 @@ def _pass_through(grammar: Grammar, pinned: set[str]) -> dict[str, str]:
     return out
 
 
+UNFOLD_LIMIT = 256
+"""Largest unfolded body (in IR nodes) that replaces a reference when comparing."""
+
+
+def one_rule_solution(rule: Rule) -> Expr | None:
+    """The least solution of ``rule``'s own equation when it is a one-rule left recursion
+    (with infix ``H m H``) or right recursion (module docstring), else None."""
+    h = Ref(rule.name)
+    bases, lefts, infix, rights = [], [], [], []
+    for a in (rule.body.items if isinstance(rule.body, Alt) else (rule.body,)):
+        if a == h:
+            continue  # H ::= H | …: adds nothing to the least solution
+        items = a.items if isinstance(a, Seq) else (a,)
+        starts, ends = items[0] == h, items[-1] == h
+        inner = items[1 if starts else 0: len(items) - 1 if ends else len(items)]
+        if any(isinstance(x, Ref) and x.name == rule.name for i in inner for x in walk(i)):
+            return None
+        w = seq(*inner)
+        if starts and ends:
+            infix.append(w)
+        elif starts:
+            lefts.append(w)
+        elif ends:
+            rights.append(w)
+        else:
+            bases.append(a)
+    if not bases or not (lefts or infix or rights) or (rights and (lefts or infix)):
+        return None
+    t = alt(*bases)
+    u = alt(*lefts, *(seq(m, t) for m in infix)) if not rights else alt(*rights)
+    if u == t:
+        return Repeat(t, 1, None)
+    if isinstance(t, Epsilon):
+        return Repeat(u, 0, None)
+    return seq(Repeat(u, 0, None), t) if rights else seq(t, Repeat(u, 0, None))
+
+
+def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
+    """The signatures' bodies (module docstring), and the depth of every rule whose
+    signature is a constant (the closed rules, and rules naming only closed rules whose
+    reading is over the size limit: they are never unfolded, and like closed rules share
+    blocks only with each other)."""
+    defs = {r.name: one_rule_solution(r) or r.body for r in grammar.rules}
+    graph = {n: [m for m in refs(d) if m in defs] for n, d in defs.items()}
+    cyclic = {n for comp in _cyclic(graph) for n in comp}
+    closed: dict[str, Expr] = {}  # readings of the closed rules
+    depth: dict[str, int] = {}
+    done: set[str] = set()
+
+    def sub(e: Expr) -> Expr:
+        return closed.get(e.name, e) if isinstance(e, Ref) else e
+
+    for root in graph:  # depth-first, every rule after the rules it refers to
+        stack = [(root, iter(graph[root]))]
+        while stack:
+            n, it = stack[-1]
+            if n in done:
+                stack.pop()
+                continue
+            m = next(it, None)
+            if m is not None:
+                if m not in done and m not in cyclic and all(m != k for k, _ in stack):
+                    stack.append((m, iter(graph[m])))
+                continue
+            stack.pop()
+            done.add(n)
+            if n in cyclic or not all(m in closed for m in graph[n]) or len(graph[n]) < len(refs(defs[n])):
+                continue
+            depth[n] = 1 + max((depth[m] for m in graph[n]), default=-1)  # its signature is a constant
+            body = transform(defs[n], sub)
+            if sum(1 for _ in walk(body)) <= UNFOLD_LIMIT:
+                closed[n] = body
+    return {r.name: transform(r.body, sub) for r in grammar.rules}, depth
+
+
 def blocks(grammar: Grammar) -> dict[str, int]:
-    """Block number of every rule: the coarsest partition stable under "bodies equal
-    once references are replaced by their blocks"."""
+    """Block number of every rule: the coarsest partition stable under "unfolded bodies
+    equal once references are replaced by their blocks"."""
+    return _blocks(grammar, unfolded_bodies(grammar)[0])
+
+
+def _blocks(grammar: Grammar, bodies: dict[str, Expr]) -> dict[str, int]:
     names = grammar.names
     block = {n: 0 for n in names}
     count = 1
@@ -78,7 +199,7 @@ def blocks(grammar: Grammar) -> dict[str, int]:
         sigs: dict[tuple, int] = {}
         new = {}
         for r in grammar.rules:
-            new[r.name] = sigs.setdefault((block[r.name], transform(r.body, canon)), len(sigs))
+            new[r.name] = sigs.setdefault((block[r.name], transform(bodies[r.name], canon)), len(sigs))
         block = new
         if len(sigs) == count:
             return block
@@ -99,14 +220,24 @@ def merge_equivalent_rules(grammar: Grammar) -> Grammar:
     through = _pass_through(grammar, pinned)
     if through:
         grammar = _redirect(grammar, through)
+    bodies, depth = unfolded_bodies(grammar)
     members: dict[int, list[str]] = {}
-    for name, b in blocks(grammar).items():
+    for name, b in _blocks(grammar, bodies).items():
         members.setdefault(b, []).append(name)
     mapping: dict[str, str] = {}
+    body: dict[str, Expr] = {}
     for names in members.values():
         reps = [n for n in names if n != grammar.start]
         if len(names) < 2 or not reps:
             continue
         rep = reps[0]
         mapping.update({n: rep for n in names if n != rep and n not in pinned})
-    return _redirect(grammar, mapping) if mapping else grammar
+        if all(n in depth for n in names):  # closed: a member of least depth
+            best = min(names, key=lambda n: depth[n])
+        else:  # the member naming the fewest rules outside the block
+            best = min(names, key=lambda n: len(set(refs(grammar.rule(n).body)).difference(names)))
+        body[rep] = grammar.rule(best).body
+    if not mapping:
+        return grammar
+    grammar = grammar.replace_rules(replace(r, body=body.get(r.name, r.body)) for r in grammar.rules)
+    return _redirect(grammar, mapping)
