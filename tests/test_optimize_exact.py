@@ -181,3 +181,15 @@ def test_earley_target_inlines_leaf_rules():
     assert all(refs(r.body) for r in out.rules if r.name != out.start)
     assert optimize(out, target="earley").grammar == out
     assert "ws" in optimize(g, target="generic").grammar.names  # κ keeps the named ws there
+
+
+def test_inlining_gives_a_rule_a_second_look_once_it_is_a_leaf():
+    """A is visited before B is inlined into it, so it becomes a leaf only afterwards; the
+    earley criterion (inline leaves whatever κ says) still applies to it (xgrammar's
+    builtin JSON kept a leaf `value_non_str_1` that its obfuscated form inlined)."""
+    from gramopt.formats import parse
+    from gramopt.rewrites.inline import inline_rules, is_leaf
+    g = parse('root ::= A "1" A "2" A\nA ::= "x" B "zw"\nB ::= "b" | "c"', "gbnf")
+    out, names = inline_rules(g, always=is_leaf)
+    assert out.names == ["root"] and sorted(names) == ["A", "B"]
+    assert inline_rules(g)[0].names == ["root", "A"]  # κ alone keeps A (three uses)

@@ -38,7 +38,17 @@ def _self_recursive(rule: Rule) -> bool:
 def inline_rules(grammar: Grammar, always: Callable[[Rule], bool] | None = None) -> tuple[Grammar, list[str]]:
     """Inline every rule whose inlining does not increase κ, and every (unpinned,
     non-recursive) rule for which ``always(rule)`` holds whatever κ says; return the grammar
-    and the inlined names (in order)."""
+    and the inlined names (in order). Rounds to a fixpoint: a rule visited before the
+    rules it names were inlined into it (a leaf only afterwards) gets its second look."""
+    inlined: list[str] = []
+    while True:
+        grammar, names = _inline_round(grammar, always)
+        if not names:
+            return grammar, inlined
+        inlined += names
+
+
+def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None) -> tuple[Grammar, list[str]]:
     pinned = {grammar.start} | {a for d in grammar.directives for a in d.args}
     for r in grammar.rules:
         if r.lookahead is not None:
