@@ -149,10 +149,21 @@ def _cleanup_passes() -> dict:
     return dict(CLEANUPS)
 
 
+# Clean-ups a target does without. xgrammar: factoring a common prefix or suffix out of
+# alternatives nests the rest in a group, which xgrammar compiles as a rule of its own, so a
+# flat alternative gets a rule boundary in its middle; measured on xgrammar's built-in JSON
+# (`A elements_rest ws "]" | B elements_rest ws "]"` → `(A | B) elements_rest ws "]"`):
+# p50 5.4 → 6.6 µs per mask with factoring, 5.4 without.
+CLEANUPS_SKIPPED = {"xgrammar": ("factoring",)}
+
+
 def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
     cleanups = _cleanup_passes()
     if not cleanups:
         rep.notes.append("cleanup passes not available")
+    for name in CLEANUPS_SKIPPED.get(ctx.target, ()):
+        if cleanups.pop(name, None) is not None:
+            rep.notes.append(f"{ctx.target}: no {name}")
     for _ in range(16):  # rounds to a fixpoint, as cleanup.simplify does
         start = g
         for n, fn in cleanups.items():
