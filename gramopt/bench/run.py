@@ -128,11 +128,14 @@ def _optimize(grammar, target: str, verify: bool) -> dict:
         return {"error": f"optimizer: {str(e).splitlines()[0][:200]}", "seconds": time.perf_counter() - t}
     except Exception as e:  # noqa: BLE001 - an optimizer bug is reported, the case goes on
         return {"error": f"optimizer: {type(e).__name__}: {str(e)[:200]}", "seconds": time.perf_counter() - t}
+    from ..formats import output_dialect
     rep = r.report
-    dialect = grammar.dialect if grammar.dialect != "goebnf" else "ebnf"
+    # what `gramopt optimize` writes: a GBNF grammar that gained lookahead assertions
+    # (--target xgrammar) as xgrammar EBNF; writing it as GBNF would drop the assertions
+    dialect = output_dialect(r.grammar, None)
     try:
         text = write(r.grammar, dialect)
-    except GrammarError:  # e.g. xgrammar lookaheads, which GBNF cannot spell: EBNF is the superset
+    except GrammarError:  # a construct the dialect cannot spell: EBNF is the superset
         dialect = "ebnf"
         text = write(r.grammar, dialect)
     return {"text": text, "dialect": dialect, "kappa_before": rep.kappa_before,
