@@ -26,7 +26,7 @@ def add_arguments(p) -> None:
                    help="'qwen' (default), 'bytes' (256 one-byte tokens), or a tiktoken / tokenizer.json file")
     p.add_argument("--out", default="bench-report", help="report folder (default: bench-report)")
     p.add_argument("--max-tokens", type=int, default=150, help="tokens per trajectory (default 150)")
-    p.add_argument("--reps", type=int, default=3, help="measured passes per form (default 3)")
+    p.add_argument("--reps", type=int, default=5, help="measured passes per form (default 5)")
     p.add_argument("--budget", type=float, default=2.0,
                    help="seconds: a slower pass ends the repetitions (and is not a warm-up)")
     p.add_argument("-j", "--jobs", type=int, default=0,
