@@ -35,6 +35,11 @@ class Chart:
             np.zeros(sets + 1, np.int32),  # set_flag
             np.zeros(K.N_COUNTERS, np.int64),  # meta
             np.zeros(K.N_COUNTERS, np.int64),  # counters
+            np.full((sets + 1) * 256, K.M_UNKNOWN, np.int32),  # trans (set automaton)
+            np.zeros(sets + 1, np.int32),  # klen (kernel length of a walk set)
+            np.zeros(4 * sets, np.int64),  # mkeys (kernel hash table)
+            np.zeros(4 * sets, np.int64),  # mgen
+            np.zeros(4 * sets, np.int32),  # mval
         )
 
     @property
@@ -72,6 +77,15 @@ class Chart:
         n = len(S[K.I_HKEYS]) * 2
         S[K.I_HKEYS] = np.zeros(n, np.int64)
         S[K.I_HGEN] = np.zeros(n, np.int64)
+        # the set automaton: transitions and kernel lengths kept (walk sets keep their
+        # contents); the kernel table restarts empty (new generation stamps are all 0),
+        # which only costs duplicate walk sets, never a wrong one
+        S[K.I_TRANS] = np.concatenate([S[K.I_TRANS], np.full(len(S[K.I_TRANS]), K.M_UNKNOWN, np.int32)])
+        S[K.I_KLEN] = bigger(S[K.I_KLEN])
+        n = len(S[K.I_MKEYS]) * 2
+        S[K.I_MKEYS] = np.zeros(n, np.int64)
+        S[K.I_MGEN] = np.zeros(n, np.int64)
+        S[K.I_MVAL] = np.zeros(n, np.int32)
         self.S = tuple(S)
 
     def run(self, fn, *args):

@@ -42,13 +42,16 @@ from .compile import FINAL, HAS_OUT, TAIL
 I_ITEMS, I_SET_START, I_GRP_START, I_GRP_RULE, I_GRP_FIRST, I_GRP_LEN, I_GRP_LEO = range(7)
 I_ENT_START, I_ENT_TARGET, I_ENT_ORIGIN, I_HKEYS, I_HGEN, I_RGEN, I_RCNT, I_RPOS = range(7, 15)
 I_TOUCHED, I_SET_FLAG, I_META, I_COUNTERS = range(15, 19)
+I_TRANS, I_KLEN, I_MKEYS, I_MGEN, I_MVAL = range(19, 24)
 
-N_SETS, GEN, ACC_FLAG = 0, 1, 2
+N_SETS, GEN, ACC_FLAG, W_ROOT, W_TOP, MGEN = range(6)
 C_ITEMS, C_PREDICT, C_COMPLETE, C_SCAN, C_TRIE, C_LEO, C_SETS = range(7)
 N_COUNTERS = 8
 
 DEAD, ALIVE, ACCEPT, OVERFLOW = 0, 1, 2, -1
 MASK32 = (1 << 32) - 1
+# memo_push results besides a set index (>= 0)
+M_DEAD, M_OVERFLOW, M_UNKNOWN = -1, -2, -3
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -342,7 +345,7 @@ def roots(G, S, start_state):
     return out[:k]
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _set_tokens(tok_start, tok_ids, node, mask):
     for k in range(tok_start[node], tok_start[node + 1]):
         t = tok_ids[k]
@@ -409,8 +412,212 @@ def walk_entries(G, S, T, ent_node, ent_kind, ent_skip, mask, acc):
     return 0
 
 
+# ---------------------------------------------------------------- the set automaton
+#
+# A mask walk pushes the bytes of many tokens from one committed set r. The Earley set
+# reached after a byte is a function of its *kernel* (the items scanned into it): the
+# closure adds predictions (origin = the new set) and completions looked up in the waiter
+# groups of the kernel items' origin sets, which are either committed sets (<= r) or walk
+# sets built earlier in this walk (fixed once built). So walk sets are hash-consed by
+# kernel: a byte from a walk set whose kernel was seen before lands on the existing set,
+# and ``trans[(s - r) * 256 + b]`` remembers each transition. The walk sets and their
+# transitions form a deterministic automaton over bytes, built lazily per mask: inside a
+# regular part of the grammar (an identifier, a number, a run of free text) the kernels
+# repeat, the automaton closes into a small DFA, and a trie node costs one table lookup
+# instead of an Earley step. It recognises exactly what the Earley walk does (same sets,
+# shared), so masks are unchanged. Walk sets live above the committed sets (indices
+# ``W_ROOT + 1 ..``, allocated upward: an origin is always an older set, so the kernels'
+# ``o < p`` tests still mean "completed from an earlier set") and are dropped with the
+# next accepted byte, like the plain walk's.
+
+
 @njit(cache=True, nogil=True, _nrt=False)
-def classify_state(G, S, T, state, aw_mask, out_node, out_kind, comp, path, marked):
+def memo_begin(S):
+    """Start a set automaton rooted at the last committed set (call after any change of
+    the chart, before the memo walks of one mask)."""
+    meta = S[I_META]
+    r = meta[N_SETS] - 1
+    meta[W_ROOT] = r
+    meta[W_TOP] = r + 1
+    meta[MGEN] += 1
+    trans = S[I_TRANS]
+    for b in range(256):
+        trans[b] = M_UNKNOWN
+    return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _sort_range(a, begin, end):
+    """Sort a[begin:end) in place (Shell sort, gaps 3h+1: no allocation)."""
+    n = end - begin
+    gap = 1
+    while gap < n // 3:
+        gap = 3 * gap + 1
+    while gap >= 1:
+        for i in range(begin + gap, end):
+            x = a[i]
+            j = i
+            while j >= begin + gap and a[j - gap] > x:
+                a[j] = a[j - gap]
+                j -= gap
+            a[j] = x
+        gap //= 3
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _kernel_hash(items, begin, end):
+    h = np.int64(end - begin)
+    for i in range(begin, end):
+        h = _hash(h ^ items[i]) + np.int64(i - begin)
+    return h
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def memo_push(G, S, s, b, acc):
+    """The set after byte b from set s (the root or a walk set): a set index, M_DEAD, or
+    M_OVERFLOW (nothing changed; grow and retry)."""
+    byte_next = G[0]
+    trans = S[I_TRANS]
+    meta = S[I_META]
+    r = meta[W_ROOT]
+    ti = (s - r) * 256 + b
+    t = trans[ti]
+    if t != M_UNKNOWN:
+        return t
+    items = S[I_ITEMS]
+    set_start = S[I_SET_START]
+    klen = S[I_KLEN]
+    m = meta[W_TOP]
+    if m + 2 >= len(set_start) or (m - r + 1) * 256 > len(trans):
+        return M_OVERFLOW
+    lo = set_start[s]
+    hi = set_start[s + 1]
+    begin = set_start[m]
+    meta[GEN] += 1
+    gen = meta[GEN]
+    hkeys = S[I_HKEYS]
+    hgen = S[I_HGEN]
+    cnt = S[I_COUNTERS]
+    cap = len(items)
+    end = begin
+    for i in range(lo, hi):
+        it = items[i]
+        nq = byte_next[(it & MASK32) * 256 + b]
+        if nq >= 0:
+            key = (it & ~np.int64(MASK32)) | nq
+            if _insert(hkeys, hgen, key, gen):
+                if end >= cap:
+                    return M_OVERFLOW
+                items[end] = key
+                end += 1
+    if end == begin:
+        trans[ti] = M_DEAD
+        return M_DEAD
+    _sort_range(items, begin, end)
+    h = _kernel_hash(items, begin, end)
+    mkeys = S[I_MKEYS]
+    mgen = S[I_MGEN]
+    mval = S[I_MVAL]
+    g = meta[MGEN]
+    mmask = len(mkeys) - 1
+    k = _hash(h) & mmask
+    n = end - begin
+    while mgen[k] == g:
+        if mkeys[k] == h:
+            c = mval[k]
+            if klen[c] == n:
+                c0 = set_start[c]
+                same = True
+                for x in range(n):
+                    if items[c0 + x] != items[begin + x]:
+                        same = False
+                        break
+                if same:
+                    trans[ti] = c
+                    return c
+        k = (k + 1) & mmask
+    cnt[C_ITEMS] += n
+    cnt[C_SCAN] += n
+    saved = meta[N_SETS]
+    st = _commit(G, S, m, begin, end, gen, acc)
+    meta[N_SETS] = saved
+    if st < 0:
+        return M_OVERFLOW
+    klen[m] = n
+    mgen[k] = g
+    mkeys[k] = h
+    mval[k] = m
+    meta[W_TOP] = m + 1
+    row = (m - r) * 256
+    for x in range(256):
+        trans[row + x] = M_UNKNOWN
+    trans[ti] = m
+    return m
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def memo_walk_range(G, S, T, lo, hi, start, mask, acc, stack):
+    """walk_range through the set automaton, from set ``start`` (the parent of node lo):
+    set the bits of the tokens of trie nodes [lo, hi) whose bytes keep the chart alive.
+    Returns 0, or -1 on overflow (the bits set so far are right; rerun after growing)."""
+    tbyte, tdepth, tsize, tok_start, tok_ids = T
+    cnt = S[I_COUNTERS]
+    trans = S[I_TRANS]
+    r = S[I_META][W_ROOT]
+    if lo >= hi:
+        return 0
+    stack[tdepth[lo] - 1] = start
+    i = lo
+    while i < hi:
+        d = tdepth[i]
+        cnt[C_TRIE] += 1
+        t = trans[(stack[d - 1] - r) * 256 + tbyte[i]]
+        if t == M_UNKNOWN:
+            t = memo_push(G, S, stack[d - 1], tbyte[i], acc)
+            if t == M_OVERFLOW:
+                return -1
+        if t == M_DEAD:
+            i += tsize[i]
+            continue
+        stack[d] = t
+        _set_tokens(tok_start, tok_ids, i, mask)
+        i += 1
+    return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def memo_walk_entries(G, S, T, ent_node, ent_kind, ent_skip, mask, acc, stack):
+    """walk_entries through the set automaton (after ``memo_begin``)."""
+    tbyte, tdepth, tsize, tok_start, tok_ids = T
+    cnt = S[I_COUNTERS]
+    trans = S[I_TRANS]
+    r = S[I_META][W_ROOT]
+    stack[0] = r
+    j = 0
+    n = len(ent_node)
+    while j < n:
+        node = ent_node[j]
+        d = tdepth[node]
+        cnt[C_TRIE] += 1
+        t = trans[(stack[d - 1] - r) * 256 + tbyte[node]]
+        if t == M_UNKNOWN:
+            t = memo_push(G, S, stack[d - 1], tbyte[node], acc)
+            if t == M_OVERFLOW:
+                return -1
+        if t == M_DEAD:
+            j += ent_skip[j]
+            continue
+        stack[d] = t
+        _set_tokens(tok_start, tok_ids, node, mask)
+        if ent_kind[j] == 1 and tsize[node] > 1:
+            if memo_walk_range(G, S, T, node + 1, node + tsize[node], t, mask, acc, stack) < 0:
+                return -1
+        j += 1
+    return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def classify_state(G, S, T, state, aw_mask, out_node, out_kind, comp, path, marked, sets):
     """Token classes of one automaton state q, with the chart rooted at (q, 0) and nothing
     awaiting its rule (xgrammar's context-independent tokens, adapted to Earley):
       * AW(q): tokens whose bytes are a prefix of L(q) (the rule from q, sub-rules expanded):
@@ -419,28 +626,32 @@ def classify_state(G, S, T, state, aw_mask, out_node, out_kind, comp, path, mark
         and go on in the context, so they are decided at mask time by walking them;
       * the rest are rejected in every context (through this item).
     U(q) is returned as walk entries (node, kind) in depth-first order (see walk_entries);
-    returns their count, or -1 on overflow."""
+    returns their count, or -1 on overflow. The trie is walked through the set automaton
+    (``path[d]`` / ``sets[d]`` = the node / the set at depth d)."""
     tbyte, tdepth, tsize, tok_start, tok_ids = T
     r = init_chart(G, S, state, 1, -1)
     if r < 0:
         return -1
-    meta = S[I_META]
+    memo_begin(S)
+    set_flag = S[I_SET_FLAG]
     cnt = S[I_COUNTERS]
-    base = meta[N_SETS]
     comp[0] = 0
+    r0 = S[I_META][W_ROOT]
+    sets[0] = r0
+    trans = S[I_TRANS]
     nu = 0
     n = len(tbyte)
     i = 1
     while i < n:
         d = tdepth[i]
-        meta[N_SETS] = base + d - 1
-        path[d] = i
         marked[d] = 0
         cnt[C_TRIE] += 1
-        r = push_byte(G, S, tbyte[i], -1)
-        if r < 0:
-            return -1
-        if r == DEAD:
+        t = trans[(sets[d - 1] - r0) * 256 + tbyte[i]]
+        if t == M_UNKNOWN:
+            t = memo_push(G, S, sets[d - 1], tbyte[i], -1)
+            if t == M_OVERFLOW:
+                return -1
+        if t == M_DEAD:
             if comp[d - 1] != 0:
                 for a in range(1, d):
                     if marked[a] == 0:
@@ -453,8 +664,10 @@ def classify_state(G, S, T, state, aw_mask, out_node, out_kind, comp, path, mark
                 nu += 1
             i += tsize[i]
             continue
+        sets[d] = t
+        path[d] = i
         _set_tokens(tok_start, tok_ids, i, aw_mask)
-        comp[d] = 1 if (comp[d - 1] != 0 or (r & ACCEPT) != 0) else 0
+        comp[d] = 1 if (comp[d - 1] != 0 or set_flag[t] != 0) else 0
         i += 1
     return nu
 

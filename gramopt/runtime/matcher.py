@@ -98,6 +98,7 @@ class Matcher:
         self.T = self.table.T
         self._eos = np.array(self.vocab.eos_ids, np.int64)
         self._buf = np.zeros(self.vocab.n_words, np.uint32)
+        self._stack = np.zeros(4097, np.int32)  # the walk's set at each trie depth
         self.chart = Chart(self.cg.n_rules)
         self.last_counters = Counters()
         if precompute:
@@ -179,16 +180,21 @@ class Matcher:
         if not self._terminated and not self.cg.empty_language:
             acc = self.cg.accept_state
             roots = K.roots(self.G, self.chart.S, self.cg.start_state)
-            if self.mode == "walk" or len(roots) > self.ROOT_LIMIT:
+            if self.mode == "walk":
                 self.chart.run(K.walk_range, self.G, self.T, 1, self.table.trie.n_nodes, buf, acc)
             else:
-                classes = [self.table.get(int(q)) for q in roots]
-                for c in classes:
-                    np.bitwise_or(buf, c.aw, out=buf)
-                for c in classes:
-                    if len(c.ent_node):
-                        self.chart.run(K.walk_entries, self.G, self.T, c.ent_node, c.ent_kind,
-                                       c.ent_skip, buf, acc)
+                K.memo_begin(self.chart.S)
+                if len(roots) > self.ROOT_LIMIT:
+                    self.chart.run(K.memo_walk_range, self.G, self.T, 1, self.table.trie.n_nodes,
+                                   self.chart.S[K.I_META][K.W_ROOT], buf, acc, self._stack)
+                else:
+                    classes = [self.table.get(int(q)) for q in roots]
+                    for c in classes:
+                        np.bitwise_or(buf, c.aw, out=buf)
+                    for c in classes:
+                        if len(c.ent_node):
+                            self.chart.run(K.memo_walk_entries, self.G, self.T, c.ent_node, c.ent_kind,
+                                           c.ent_skip, buf, acc, self._stack)
             if self.chart.accepting():
                 for e in self.vocab.eos_ids:
                     buf[e >> 5] |= np.uint32(1 << (e & 31))

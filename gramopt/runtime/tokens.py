@@ -51,6 +51,7 @@ class TokenTable:
         self._comp = np.zeros(4097, np.int32)
         self._path = np.zeros(4097, np.int32)
         self._marked = np.zeros(4097, np.int32)
+        self._sets = np.zeros(4097, np.int32)
         self.seconds = 0.0
         self.trie_nodes = 0
 
@@ -68,7 +69,7 @@ class TokenTable:
         for _ in range(40):
             aw[:] = 0
             nu = K.classify_state(self.G, self.chart.S, self.T, q, aw, self._out_node,
-                                  self._out_kind, self._comp, self._path, self._marked)
+                                  self._out_kind, self._comp, self._path, self._marked, self._sets)
             if nu >= 0:
                 break
             self.chart.grow()
