@@ -77,8 +77,10 @@ class Matcher:
     """Grammar-constrained decoding state over one vocabulary.
 
     ``mode="cached"`` (default) builds masks from per-state token classes (tokens.py) and
-    walks only the undecided tokens; ``mode="walk"`` walks the whole trie every time (the
-    plain algorithm, kept as a cross-check).
+    walks only the undecided tokens, through the set automaton (earley.memo_*: Earley sets
+    hash-consed by kernel, transitions cached for the mask); ``mode="walk"`` walks the whole
+    trie with one Earley set per node every time (the plain algorithm, kept as a
+    cross-check).
     """
 
     ROOT_LIMIT = 64

@@ -8,7 +8,11 @@ predicted at p (origin < p), or the start state at p = 0 — because every item 
 origin p descends by prediction from such an item, and a completion at p has already
 advanced the parent, itself a root. So mask = ∪ AW(q) ∪ walk(U(q)), exact.
 
-The classes are computed on first use of a state (``precompute()`` does all of them).
+The classes are computed on first use of a state (JIT: ``Matcher()`` classifies nothing,
+a mask classifies the roots it meets); ``precompute()`` is the ahead-of-time warm-up that
+classifies every possible root (for a build step, or to take the cost out of the first
+masks). Classification and the mask-time walks of U(q) go through the set automaton
+(earley.memo_*), so a trie node inside a regular stretch costs a table lookup.
 """
 
 from __future__ import annotations

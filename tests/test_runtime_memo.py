@@ -1,0 +1,135 @@
+"""The lazy paths of the runtime: the set automaton of the mask walks (earley.memo_*) and
+per-state token classes built on first use.
+
+Differential: the masks of the default mode (token classes + walks through the set
+automaton) equal the plain whole-trie walk's (mode="walk", one Earley set per trie node)
+and the reference recognizer's (gramopt.verify.reference, walked over the same trie), on
+every step of real trajectories with the Qwen vocabulary; and, on the small grammars of
+test_runtime_masks, with chart capacities so small that every walk overflows and grows
+in the middle (the set automaton must survive a grow).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gramopt.formats import parse
+from gramopt.runtime import Matcher, Vocab
+from gramopt.runtime import chart as chart_mod
+from gramopt.runtime import matcher as matcher_mod
+from gramopt.runtime import tokens as tokens_mod
+from gramopt.verify.reference import Recognizer
+
+from test_runtime_masks import GRAMMARS, TEXTS, check_masks, small_vocab
+
+DATA = Path(__file__).parent / "data" / "gbnf"
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return Vocab.qwen()
+
+
+def reference_mask(rec: Recognizer, state, vocab: Vocab) -> set[int]:
+    """Allowed token ids by the reference recognizer: its memoized states walked over the
+    vocabulary trie (a dead prefix skips its subtree); EOS when the prefix is accepted."""
+    tr = vocab.trie
+    byte, depth, size, tok_start, tok_ids = tr.byte, tr.depth, tr.size, tr.tok_start, tr.tok_ids
+    stack = [state] + [None] * 4100
+    out: set[int] = set()
+    i, n = 1, tr.n_nodes
+    while i < n:
+        d = int(depth[i])
+        s = rec.advance(stack[d - 1], int(byte[i]))
+        if s is None or not s.viable:
+            i += int(size[i])
+            continue
+        stack[d] = s
+        out.update(int(t) for t in tok_ids[tok_start[i]:tok_start[i + 1]])
+        i += 1
+    if rec.state_accepts(state):
+        out.update(vocab.eos_ids)
+    return out
+
+
+def allowed(m: Matcher) -> set[int]:
+    return set(m.allowed_tokens().tolist())
+
+
+def trajectory(name: str, vocab: Vocab, max_tokens: int):
+    from gramopt.bench.engines import Env
+    text = (DATA / f"{name}.sample1.txt").read_text(encoding="utf-8")
+    toks, _ = Env.create(vocab).tokenizer.trajectory(text, max_tokens)
+    return toks
+
+
+@pytest.mark.parametrize("name,steps", [("llamacpp__c", 40), ("llamacpp__json", 30)])
+def test_memo_masks_equal_plain_walk_and_reference(name, steps, qwen):
+    g = parse((DATA / f"{name}.gbnf").read_text(encoding="utf-8"), "gbnf")
+    m, w = Matcher(g, qwen), Matcher(g, qwen, mode="walk")
+    rec = Recognizer(g)
+    state = rec.initial()
+    for i, t in enumerate(trajectory(name, qwen, steps)):
+        got = allowed(m)
+        assert got == allowed(w), (name, i)
+        if i % 4 == 0 or i < 8:  # the reference walk costs ~0.1-1 s a step in Python
+            assert got == reference_mask(rec, state, qwen), (name, i)
+        assert t in got
+        assert m.accept_token(t) and w.accept_token(t)
+        if t not in qwen.eos_ids:
+            for x in qwen.token_bytes[t]:
+                state = rec.advance(state, x)
+
+
+@pytest.fixture
+def tiny_charts(monkeypatch):
+    """Charts that start with room for a few items/sets, so walks overflow and grow."""
+    class TinyChart(chart_mod.Chart):
+        def __init__(self, n_rules, items=4, sets=2, groups=2, hash_bits=2):
+            super().__init__(n_rules, items, sets, groups, hash_bits)
+    monkeypatch.setattr(matcher_mod, "Chart", TinyChart)
+    monkeypatch.setattr(tokens_mod, "Chart", TinyChart)
+    matcher_mod._TABLES.clear()
+    yield
+    matcher_mod._TABLES.clear()
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_memo_walk_survives_growth(name, tiny_charts):
+    check_masks(GRAMMARS[name], small_vocab(), TEXTS)
+
+
+def test_tiny_chart_on_c_trajectory(tiny_charts, qwen):
+    g = parse((DATA / "llamacpp__c.gbnf").read_text(encoding="utf-8"), "gbnf")
+    m, w = Matcher(g, qwen), Matcher(g, qwen, mode="walk")
+    for i, t in enumerate(trajectory("llamacpp__c", qwen, 12)):
+        assert allowed(m) == allowed(w), i
+        assert m.accept_token(t) and w.accept_token(t)
+
+
+def test_set_automaton_shares_sets(qwen):
+    """After a type name (whitespace, then an identifier) the walk visits ~10^5 trie nodes but builds a handful of Earley
+    sets: the kernels repeat (the point of the set automaton)."""
+    g = parse((DATA / "llamacpp__c.gbnf").read_text(encoding="utf-8"), "gbnf")
+    m = Matcher(g, qwen)
+    assert m.accept_bytes(b"int")
+    m.compute_mask()
+    c = m.last_counters
+    assert c.trie_nodes > 10_000 and c.sets < c.trie_nodes / 100, c
+
+
+def test_token_classes_built_lazily(qwen):
+    """Matcher() classifies no state; a mask classifies only the roots it meets; the
+    ahead-of-time warm-up (precompute) classifies all, and the masks do not change."""
+    g = parse((DATA / "llamacpp__json.gbnf").read_text(encoding="utf-8"), "gbnf")
+    matcher_mod._TABLES.clear()
+    m = Matcher(g, qwen)
+    assert len(m.table.classes) == 0
+    first = allowed(m)
+    assert 1 <= len(m.table.classes) <= 4
+    warm = Matcher(m.cg, qwen, precompute=True)
+    assert len(warm.table.classes) == len(warm.table.root_states()) > len(m.table.classes)
+    assert allowed(warm) == first
