@@ -21,9 +21,7 @@ CORPUS = _CORPUS_DIR
 FILES = sorted(p for pattern in ("gbnf/*.gbnf", "ebnf/*.ebnf", "ebnf/*.goebnf") for p in CORPUS.glob(pattern))
 
 # Grammars xgrammar loads that use what gramopt does not represent, with the reason.
-UNSUPPORTED = {
-    "maskbench-xgrammar__Github_ultra-o46393.ebnf": "macro Regex(...) is not supported",
-}
+UNSUPPORTED: dict[str, str] = {}
 
 
 def _validate_module():

@@ -55,7 +55,9 @@ ERRORS = [
     ("root \"a\"", "gbnf", "expected '::=' after the rule name 'root', got a string", 1, 6),
     ("::= \"a\"", "ebnf", "expected a rule name, got '::='", 1, 1),
     ("root ::= \"a\" ::= \"b\"", "ebnf", "expected an element, got '::='", 1, 14),
-    ("root ::= Regex(\"a+\")", "ebnf", "macro Regex(...) is not supported", 1, 10),
+    ("root ::= Regex(\"(a)\\\\1\")", "ebnf", "a backreference cannot be expressed", 1, 16),
+    ("root ::= Regex(\"a\", x=1)", "ebnf", "expected a string, true or false", 1, 23),
+    ("root ::= Substring(\"ab\")", "ebnf", "macro Substring(...) is not supported", 1, 10),
     ("root ::= " + "(" * DEEP + '"a"' + ")" * DEEP, "gbnf", "nested more than 100 levels", 1, 110),
     ("root ::= \"a\"" + "*" * DEEP, "ebnf", "nested more than 200 levels", 1, 1),
     # Go EBNF

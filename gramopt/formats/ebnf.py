@@ -11,7 +11,10 @@ The two dialects share one syntax; xgrammar's EBNF is the superset::
     alts     := seq ("|" seq)*              an empty seq is ε (llama.cpp's `a ::= | "x"`)
     seq      := postfix*
     postfix  := atom ("*" | "+" | "?" | "{" m "}" | "{" m ",}" | "{" m "," n "}")*
-    atom     := STRING | CLASS | "." | NAME | "(" alts ")"
+    atom     := STRING | CLASS | "." | NAME | "(" alts ")" | regex
+    regex    := "Regex(" STRING ["," "json_string=" BOOL] ["," "flags=" STRING] ")"   EBNF only:
+                xgrammar's macro, read into plain IR (``regex_macro.py``) and written back
+                as plain EBNF
 
 Differences, each following the dialect's own engine (llama.cpp ``src/llama-grammar.cpp``,
 xgrammar ``cpp/grammar_parser.cc``):
@@ -46,6 +49,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Iterable
 
+from .regex_macro import RegexMacroError, regex_to_expr
 from ..grammar import (Alt, CharClass, Epsilon, Expr, Grammar, GrammarError, Literal, Ref, Regex,
                        Repeat, Rule, Seq, SourcePos, Terminal, alt, rename_refs, seq)
 
@@ -72,6 +76,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _SPACE = re.compile(r"[ \t\r\n]+")
 _PLAIN = re.compile(r'[^"\\\r\n]+')  # a run of string characters that need no care
 _CLASS_TEXT = re.compile(r"\[(?:[^\]\\\r\n]|\\[^\r\n])*\]")
+_MACRO_ARG_NAME = re.compile(r"([A-Za-z_]+)[ \t]*=")
 _NAME_RE = {"gbnf": re.compile(r"[A-Za-z0-9_-]*"), "ebnf": re.compile(r"[A-Za-z0-9_.-]*")}
 
 
@@ -148,8 +153,9 @@ def attach_comments(comments: list[Comment], spans: list[tuple[int, int]]) -> tu
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    """kind: name ::= string class dot ( (= ) | * + ? {} eof. ``value``: the name, the literal
-    text, the CharClass or the (min, max) bounds. ``at``: offset in the source."""
+    """kind: name ::= string class dot ( (= ) | * + ? {} expr eof. ``value``: the name, the
+    literal text, the CharClass, the (min, max) bounds or (expr: a Regex macro) its Expr.
+    ``at``: offset in the source."""
 
     kind: str
     value: object
@@ -195,6 +201,9 @@ class _Lexer:
             elif c in self.name_chars or c == ".":
                 j = max(self.name_re.match(text, i).end(), i + 1)
                 word = text[i:j]
+                if self.dialect == "ebnf" and word == "Regex" and text[j:].lstrip(" \t").startswith("("):
+                    i = self.regex_macro(i, j)
+                    continue
                 if self.dialect == "ebnf" and word in _XGRAMMAR_RESERVED and text[j:].lstrip(" \t").startswith("("):
                     raise self.src.error(f"xgrammar's macro {word}(...) is not supported by gramopt", i)
                 i = self.emit("dot", None, i, j) if word == "." else self.emit("name", word, i, j)
@@ -208,6 +217,63 @@ class _Lexer:
         self.tokens.append(Token(kind, value, start, line != self.last_line))
         self.last_line = line
         return end
+
+    # ------------------------------------------------------------ macros
+    def regex_macro(self, start: int, i: int) -> int:
+        """``Regex("pattern" [, json_string=true|false] [, flags="isu"])`` as one "expr"
+        token holding the pattern's language in the IR (see ``regex_macro.py``)."""
+        text = self.text
+        i = self.skip_blanks(i) + 1  # past '('
+        args: list[tuple[str | None, object, int]] = []  # (name or None, value, offset)
+        while True:
+            i = self.skip_blanks(i)
+            if text.startswith(")", i):
+                break
+            if args:
+                if not text.startswith(",", i):
+                    raise self.src.error("expected ',' or ')' in the Regex(...) arguments", i)
+                i = self.skip_blanks(i + 1)
+            name = None
+            m = _MACRO_ARG_NAME.match(text, i)
+            if m:
+                name, i = m.group(1), self.skip_blanks(m.end())
+            if text.startswith('"', i):
+                i = self.string(i)
+                value: object = self.tokens.pop().value
+            elif text.startswith(("true", "false"), i):
+                value = text.startswith("true", i)
+                i += 4 if value else 5
+            else:
+                raise self.src.error("expected a string, true or false in the Regex(...) arguments", i)
+            args.append((name, value, i))
+        end = i + 1
+        positional = [a for a in args if a[0] is None]
+        named = {a[0]: a for a in args if a[0] is not None}
+        if len(positional) != 1 or not isinstance(positional[0][1], str) or args[0][0] is not None:
+            raise self.src.error("Regex expects exactly one string argument, the pattern, first", start)
+        unknown = sorted(set(named) - {"json_string", "flags"})
+        if unknown:
+            raise self.src.error(f"Regex does not support the named argument '{unknown[0]}'", start)
+        json_string = named.get("json_string", (None, False, 0))[1]
+        flags = named.get("flags", (None, None, 0))[1]
+        if not isinstance(json_string, bool):
+            raise self.src.error("json_string must be a boolean", start)
+        if flags is not None and not isinstance(flags, str):
+            raise self.src.error("flags must be a string", start)
+        pattern = str(positional[0][1])
+        try:
+            expr = regex_to_expr(pattern, json_string=json_string, flags=flags)
+        except RegexMacroError as e:
+            at = text.index('"', start)  # the pattern's opening quote
+            raw = text[at + 1:at + 1 + len(pattern)]
+            exact = e.offset is not None and raw == pattern  # the column is exact when unescaped
+            col = at + 1 + e.offset if exact else at
+            raise self.src.error(f"in Regex({_show_pattern(pattern)}): {e}", col) from None
+        return self.emit("expr", expr, start, end)
+
+    def skip_blanks(self, i: int) -> int:
+        m = _SPACE.match(self.text, i)
+        return m.end() if m else i
 
     # ------------------------------------------------------------ literals
     def string(self, start: int) -> int:
@@ -345,6 +411,10 @@ class _Lexer:
         return self.emit("{}", (lo, hi), start, i + 1)
 
 
+def _show_pattern(pattern: str) -> str:
+    return '"' + (pattern if len(pattern) <= 40 else pattern[:37] + "...") + '"'
+
+
 def _show_char(c: str) -> str:
     return f"'{c}'" if c.isprintable() and c != "'" else f"U+{ord(c):04X}"
 
@@ -445,7 +515,7 @@ class _Parser:
         if tok.kind == "string":
             self.k += 1
             return Literal(tok.value) if tok.value else Epsilon()
-        if tok.kind == "class":
+        if tok.kind in ("class", "expr"):
             self.k += 1
             return tok.value
         if tok.kind == "dot":
@@ -474,7 +544,7 @@ class _Parser:
             return "end of input"
         if tok.kind == "name":
             return f"name '{tok.value}'"
-        return {"string": "a string", "class": "a character class", "dot": "'.'",
+        return {"string": "a string", "class": "a character class", "dot": "'.'", "expr": "a Regex(...)",
                 "{}": "'{...}'"}.get(tok.kind, f"'{tok.kind}'")
 
 
