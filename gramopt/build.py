@@ -26,18 +26,51 @@ CACHE_NAME = ".gramopt-cache.json"
 EXIT_OK, EXIT_CHANGED, EXIT_USAGE, EXIT_UNSOUND = 0, 1, 2, 3
 
 
+SCHEMA_EXTENSIONS = (".json", ".jsonl")
+SCHEMA = "jsonschema"
+
+
+def is_schema(path: str, dialect: str | None) -> bool:
+    """A JSON Schema input: ``--dialect jsonschema``, or a .json / .jsonl file."""
+    return dialect == SCHEMA or (dialect is None and path.lower().endswith(SCHEMA_EXTENSIONS))
+
+
+def schema_grammar(path: str, target: str):
+    """The grammar the target's engine converter makes of the one schema in ``path``, with
+    a header naming the converter (``gramopt.engines.jsonschema``); returns (grammar,
+    converter with version)."""
+    from dataclasses import replace
+    from .engines.jsonschema import CONVERTER_OF, convert, converter_version, load_schemas
+    schemas = load_schemas(path)
+    if len(schemas) != 1:
+        raise GrammarError(f"{len(schemas)} schemas in one input: optimize them into a folder with -o OUTDIR",
+                           path=path)
+    converter = CONVERTER_OF.get(target, CONVERTER_OF["generic"])
+    grammar = convert(schemas[0], converter)
+    version = converter_version(converter)
+    return replace(grammar, header=f"JSON Schema {schemas[0].name} converted by {version}"), version
+
+
 def optimize_text(path: str, dialect: str | None, to: str | None, output: str | None = None,
                   start: str | None = None, **options):
-    """Read ``path``, optimize, and return (input text, output text, result)."""
+    """Read ``path``, optimize, and return (input text, output text, result, converter). A
+    JSON Schema is first converted by the target engine's converter (named, with its
+    version, as ``converter``; None for a grammar); its "input text" is the converter's
+    grammar."""
     from .passes import optimize
-    grammar = read(path, dialect, start)  # checks encoding: a file it accepts is valid UTF-8
-    with open(path, encoding="utf-8") as f:
-        original = f.read()
+    converter = None
+    if is_schema(path, dialect):
+        grammar, converter = schema_grammar(path, options.get("target", "generic"))
+        original = write(grammar)
+    else:
+        grammar = read(path, dialect, start)  # checks encoding: a file it accepts is valid UTF-8
+        with open(path, encoding="utf-8") as f:
+            original = f.read()
     try:
         result = optimize(grammar, **options)
     except ValueError as e:  # an unknown pass or target name
         raise GrammarError(str(e), path=path) from None
-    return original, write(result.grammar, output_dialect(result.grammar, output, to, path)), result
+    return original, write(result.grammar, output_dialect(result.grammar, output, to, path)), result, converter
 
 
 def unsound_message(path: str, e) -> str:
@@ -61,16 +94,21 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start
         raise GrammarError("no output: pass -o OUT (or '-' for stdout), --check, --diff or --report",
                            path=path)
     try:
-        original, text, result = optimize_text(path, dialect, to, output, start, target=target,
+        original, text, result, converter = optimize_text(path, dialect, to, output, start, target=target,
                                                passes=passes, verify=verify)
     except OptimizationError as e:
         print(unsound_message(path, e), file=sys.stderr)
         return EXIT_UNSOUND
     info = sys.stderr if output == "-" else sys.stdout
     if report:
+        if converter:
+            print(f"schema converted by {converter}", file=info)
         print(result.report.format(), file=info)
     if as_json:
-        print(result.report.dumps(), file=info)
+        report_json = result.report.to_json()
+        if converter:
+            report_json["converter"] = converter
+        print(json.dumps(report_json, indent=2, ensure_ascii=False, default=str), file=info)
     if diff:
         out_name = output if output and output != "-" else path + " (optimized)"
         sys.stdout.writelines(difflib.unified_diff(original.splitlines(True), text.splitlines(True),
@@ -112,7 +150,7 @@ def _job(src: str, dst: str, options: dict) -> tuple[str, int, str, float]:
     try:
         dialect, to, start = options.get("dialect"), options.get("to"), options.get("start")
         rest = {k: v for k, v in options.items() if k not in ("dialect", "to", "start")}
-        _, text, result = optimize_text(src, dialect, to, dst, start, **rest)
+        _, text, result, _ = optimize_text(src, dialect, to, dst, start, **rest)
         os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
         write_file(dst, text)
         before, after = result.report.kappa_before, result.report.kappa_after

