@@ -586,15 +586,15 @@ def memo_walk_range(G, S, T, lo, hi, start, mask, acc, stack):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def memo_walk_entries(G, S, T, ent_node, ent_kind, ent_skip, mask, acc, stack):
-    """walk_entries through the set automaton (after ``memo_begin``)."""
+def memo_walk_entries(G, S, T, ent_node, ent_kind, ent_skip, j0, j1, mask, acc, stack):
+    """walk_entries over entries [j0, j1) through the set automaton (after ``memo_begin``)."""
     tbyte, tdepth, tsize, tok_start, tok_ids = T
     cnt = S[I_COUNTERS]
     trans = S[I_TRANS]
     r = S[I_META][W_ROOT]
     stack[0] = r
-    j = 0
-    n = len(ent_node)
+    j = j0
+    n = j1
     while j < n:
         node = ent_node[j]
         d = tdepth[node]
@@ -685,3 +685,80 @@ def entry_skips(ent_node, ent_kind, tsize):
                 k += 1
             out[j] = k - j
     return out
+
+
+# ---------------------------------------------------------------- one mask, one call
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _roots_into(G, S, start_state, out):
+    """``roots`` without allocation: the distinct roots of the last set into ``out``;
+    returns their count, or len(out) + 1 when there are more than len(out)."""
+    flags = G[4]
+    items = S[I_ITEMS]
+    set_start = S[I_SET_START]
+    p = S[I_META][N_SETS] - 1
+    if p == 0:
+        out[0] = start_state
+        return 1
+    k = 0
+    for i in range(set_start[p], set_start[p + 1]):
+        it = items[i]
+        q = it & MASK32
+        if (it >> 32) < p and (flags[q] & HAS_OUT) != 0:
+            dup = False
+            for j in range(k):
+                if out[j] == q:
+                    dup = True
+                    break
+            if not dup:
+                if k == len(out):
+                    return k + 1
+                out[k] = q
+                k += 1
+    return k
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
+    """The whole mask of the last set into ``mask`` (uint32 words; words past the
+    vocabulary's are zeroed): the union of AW(q) and the walk of U(q) over its roots q
+    (tokens.py), through the set automaton; more roots than ``roots_buf`` holds: the whole
+    trie is walked instead. Stop tokens ``eos`` when the set accepts.
+    P = (cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip) from TokenTable: state q's
+    classes are row/entries ``cls_id[q]`` (-1: not classified yet).
+    Returns 0; -1 on overflow (grow the chart, call again); k > 0 when k roots are not
+    classified yet (listed in roots_buf[:k]: classify them, call again)."""
+    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip = P
+    tbyte = T[0]
+    for w in range(len(mask)):
+        mask[w] = 0
+    nr = _roots_into(G, S, start_state, roots_buf)
+    memo_begin(S)
+    if nr > len(roots_buf):
+        if memo_walk_range(G, S, T, 1, len(tbyte), S[I_META][W_ROOT], mask, acc, stack) < 0:
+            return -1
+    else:
+        miss = 0
+        for i in range(nr):
+            q = roots_buf[i]
+            if cls_id[q] < 0:
+                roots_buf[miss] = q
+                miss += 1
+        if miss > 0:
+            return miss
+        nw = aw_pool.shape[1]
+        for i in range(nr):
+            c = cls_id[roots_buf[i]]
+            for w in range(nw):
+                mask[w] |= aw_pool[c, w]
+        for i in range(nr):
+            c = cls_id[roots_buf[i]]
+            if ent_start[c + 1] > ent_start[c]:
+                if memo_walk_entries(G, S, T, ent_node, ent_kind, ent_skip, ent_start[c],
+                                     ent_start[c + 1], mask, acc, stack) < 0:
+                    return -1
+    if S[I_SET_FLAG][S[I_META][N_SETS] - 1] != 0:
+        for e in eos:
+            mask[e >> 5] |= np.uint32(1) << np.uint32(e & 31)
+    return 0

@@ -18,7 +18,7 @@ sibling ``last_counters`` and the return value of ``fill_next_token_bitmask``.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,11 +30,10 @@ from .tokens import TokenTable
 from .vocab import Vocab
 
 
-@dataclass(frozen=True)
-class Counters:
+class Counters(NamedTuple):
     """Work done by one step (deltas): Earley items added (``items`` = predictions +
     completions + scans + initial items), trie nodes pushed by the mask walk, Leo chain
-    entries used, Earley sets built."""
+    entries used, Earley sets built. (A named tuple: built in a microsecond per step.)"""
 
     items: int = 0
     predictions: int = 0
@@ -46,13 +45,11 @@ class Counters:
 
     @staticmethod
     def delta(after: np.ndarray, before: np.ndarray) -> "Counters":
-        d = after - before
-        return Counters(int(d[K.C_ITEMS]), int(d[K.C_PREDICT]), int(d[K.C_COMPLETE]),
-                        int(d[K.C_SCAN]), int(d[K.C_TRIE]), int(d[K.C_LEO]), int(d[K.C_SETS]))
+        # fields in the order of earley's C_ITEMS .. C_SETS (0..6)
+        return Counters._make((after[:7] - before[:7]).tolist())
 
     def as_dict(self) -> dict:
-        return dict(items=self.items, predictions=self.predictions, completions=self.completions,
-                    scans=self.scans, trie_nodes=self.trie_nodes, leo=self.leo, sets=self.sets)
+        return self._asdict()
 
 
 _TABLES: "OrderedDict[tuple, TokenTable]" = OrderedDict()
@@ -101,6 +98,8 @@ class Matcher:
         self._eos = np.array(self.vocab.eos_ids, np.int64)
         self._buf = np.zeros(self.vocab.n_words, np.uint32)
         self._stack = np.zeros(4097, np.int32)  # the walk's set at each trie depth
+        self._roots = np.zeros(self.ROOT_LIMIT, np.int32)  # roots of a mask (fill_mask)
+        self._before = None
         self.chart = Chart(self.cg.n_rules)
         self.last_counters = Counters()
         if precompute:
@@ -176,46 +175,60 @@ class Matcher:
     # ------------------------------------------------------------ masks
     def compute_mask(self) -> np.ndarray:
         """The packed mask as uint32 words (a view of an internal buffer)."""
-        buf = self._buf
-        buf[:] = 0
+        return self._fill(self._buf)
+
+    def _fill(self, buf: np.ndarray) -> np.ndarray:
+        """Write the mask into ``buf`` (uint32 words, at least ``vocab.n_words``)."""
         before = self.chart.counters.copy()
-        if not self._terminated and not self.cg.empty_language:
-            acc = self.cg.accept_state
-            roots = K.roots(self.G, self.chart.S, self.cg.start_state)
-            if self.mode == "walk":
-                self.chart.run(K.walk_range, self.G, self.T, 1, self.table.trie.n_nodes, buf, acc)
-            else:
-                K.memo_begin(self.chart.S)
-                if len(roots) > self.ROOT_LIMIT:
-                    self.chart.run(K.memo_walk_range, self.G, self.T, 1, self.table.trie.n_nodes,
-                                   self.chart.S[K.I_META][K.W_ROOT], buf, acc, self._stack)
-                else:
-                    classes = [self.table.get(int(q)) for q in roots]
-                    for c in classes:
-                        np.bitwise_or(buf, c.aw, out=buf)
-                    for c in classes:
-                        if len(c.ent_node):
-                            self.chart.run(K.memo_walk_entries, self.G, self.T, c.ent_node, c.ent_kind,
-                                           c.ent_skip, buf, acc, self._stack)
+        if self._terminated or self.cg.empty_language:
+            buf[:] = 0
+        elif self.mode == "walk":
+            buf[:] = 0
+            self.chart.run(K.walk_range, self.G, self.T, 1, self.table.trie.n_nodes, buf,
+                           self.cg.accept_state)
             if self.chart.accepting():
                 for e in self.vocab.eos_ids:
                     buf[e >> 5] |= np.uint32(1 << (e & 31))
-        self.last_counters = Counters.delta(self.chart.counters, before)
+        else:
+            table = self.table
+            while True:
+                r = self.chart.run(K.fill_mask, self.G, self.T, table.P, buf, self.cg.accept_state,
+                                   self.cg.start_state, self._eos, self._stack, self._roots)
+                if r == 0:
+                    break
+                for q in self._roots[:r]:  # roots met for the first time: classify them (JIT)
+                    table.get(int(q))
+        self._before = before
         return buf
+
+    @property
+    def last_counters(self) -> Counters:
+        """Work of the last step (``accept_token`` or a mask), as deltas."""
+        if self._before is not None:
+            self._last = Counters.delta(self.chart.counters, self._before)
+            self._before = None
+        return self._last
+
+    @last_counters.setter
+    def last_counters(self, c: Counters) -> None:
+        self._last = c
+        self._before = None
 
     def fill_next_token_bitmask(self, out, row: int = 0) -> Counters:
         """Write the mask into ``out``: a numpy int32 array of ceil(n/32) words, or
         (batch, words) with ``row``; or a torch int32 tensor of the same shapes (any
         device). Returns the step's counters."""
-        buf = self.compute_mask().view(np.int32)
         if isinstance(out, np.ndarray):
             target = out if out.ndim == 1 else out[row]
-            if target.shape[0] < len(buf):
-                raise ValueError(f"bitmask has {target.shape[0]} words, need {len(buf)}")
-            target[:len(buf)] = buf
-            target[len(buf):] = 0
+            if target.shape[0] < self.vocab.n_words:
+                raise ValueError(f"bitmask has {target.shape[0]} words, need {self.vocab.n_words}")
+            if target.dtype in (np.int32, np.uint32) and target.flags.c_contiguous:
+                self._fill(target.view(np.uint32))  # straight into the caller's row
+            else:
+                target[:] = self.compute_mask().view(np.int32)
         else:  # torch
             import torch
+            buf = self.compute_mask().view(np.int32)
             target = out if out.dim() == 1 else out[row]
             src = torch.from_numpy(buf.copy())
             target[:len(buf)].copy_(src.to(target.device), non_blocking=False)

@@ -17,6 +17,7 @@ masks). Classification and the mask-time walks of U(q) go through the set automa
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -28,18 +29,43 @@ from .vocab import Vocab
 
 
 class StateClasses:
-    __slots__ = ("aw", "ent_node", "ent_kind", "ent_skip", "n_aw")
+    """The classes of one state: a view of row ``idx`` of its table's pools."""
 
-    def __init__(self, aw, ent_node, ent_kind, ent_skip):
-        self.aw = aw
-        self.ent_node = ent_node
-        self.ent_kind = ent_kind
-        self.ent_skip = ent_skip
-        self.n_aw = None
+    __slots__ = ("table", "idx")
+
+    def __init__(self, table: "TokenTable", idx: int):
+        self.table = table
+        self.idx = idx
+
+    @property
+    def aw(self) -> np.ndarray:
+        return self.table.aw_pool[self.idx]
+
+    def _ents(self, a: np.ndarray) -> np.ndarray:
+        t = self.table
+        return a[t.ent_start[self.idx]:t.ent_start[self.idx + 1]]
+
+    @property
+    def ent_node(self) -> np.ndarray:
+        return self._ents(self.table.ent_node)
+
+    @property
+    def ent_kind(self) -> np.ndarray:
+        return self._ents(self.table.ent_kind)
+
+    @property
+    def ent_skip(self) -> np.ndarray:
+        return self._ents(self.table.ent_skip)
 
 
 class TokenTable:
-    """AW/U classes of the states of ``cg`` over ``vocab``; shared by matchers."""
+    """AW/U classes of the states of ``cg`` over ``vocab``; shared by matchers.
+
+    Flat pools (what ``earley.fill_mask`` reads, tuple ``P``): ``cls_id[q]`` (-1 until q is
+    classified), AW rows ``aw_pool[c]``, and U's walk entries ``ent_*[ent_start[c]:
+    ent_start[c+1]]``. Pools only grow (reallocated on growth: a reader holding the old
+    arrays, cls_id included, sees a consistent older table); a row and its entries are
+    written before ``cls_id`` names them."""
 
     def __init__(self, cg: CompiledGrammar, vocab: Vocab):
         self.cg = cg
@@ -56,14 +82,28 @@ class TokenTable:
         self._path = np.zeros(4097, np.int32)
         self._marked = np.zeros(4097, np.int32)
         self._sets = np.zeros(4097, np.int32)
+        self.cls_id = np.full(cg.n_states, -1, np.int32)
+        self.aw_pool = np.zeros((4, vocab.n_words), np.uint32)
+        self.ent_start = np.zeros(5, np.int32)
+        self.ent_node = np.zeros(64, np.int32)
+        self.ent_kind = np.zeros(64, np.int32)
+        self.ent_skip = np.zeros(64, np.int32)
+        self.P = self._pools()
         self.seconds = 0.0
         self.trie_nodes = 0
+        self._lock = threading.Lock()  # matchers of one table may fill masks in threads
+
+    def _pools(self) -> tuple:
+        return (self.cls_id, self.aw_pool, self.ent_start, self.ent_node, self.ent_kind, self.ent_skip)
 
     def get(self, q: int) -> StateClasses:
         c = self.classes.get(q)
         if c is None:
-            c = self._classify(q)
-            self.classes[q] = c
+            with self._lock:  # one classification at a time: it uses the table's own chart
+                c = self.classes.get(q)
+                if c is None:
+                    c = self._classify(q)
+                    self.classes[q] = c
         return c
 
     def _classify(self, q: int) -> StateClasses:
@@ -79,12 +119,37 @@ class TokenTable:
             self.chart.grow()
         else:
             raise MemoryError("Earley chart keeps overflowing")
-        node = self._out_node[:nu].copy()
-        kind = self._out_kind[:nu].copy()
+        node = self._out_node[:nu]
+        kind = self._out_kind[:nu]
         skip = K.entry_skips(node, kind, self.trie.size)
         self.seconds += time.perf_counter() - t0
         self.trie_nodes += int(self.chart.counters[K.C_TRIE]) - before
-        return StateClasses(aw, node, kind, skip)
+        return self._store(q, aw, node, kind, skip)
+
+    def _store(self, q: int, aw, node, kind, skip) -> StateClasses:
+        c = len(self.classes)
+        grown = c == len(self.aw_pool) or len(self.ent_node) < int(self.ent_start[c]) + len(node)
+        if grown:  # readers holding the old pools keep an old cls_id that names none of the new
+            self.cls_id = self.cls_id.copy()
+        if c == len(self.aw_pool):
+            self.aw_pool = np.concatenate([self.aw_pool, np.zeros_like(self.aw_pool)])
+            self.ent_start = np.concatenate([self.ent_start, np.zeros(c, np.int32)])
+        e0 = int(self.ent_start[c])
+        e1 = e0 + len(node)
+        if e1 > len(self.ent_node):
+            size = max(e1, 2 * len(self.ent_node))
+            for name in ("ent_node", "ent_kind", "ent_skip"):
+                a = np.zeros(size, np.int32)
+                a[:e0] = getattr(self, name)[:e0]
+                setattr(self, name, a)
+        self.aw_pool[c] = aw
+        self.ent_node[e0:e1] = node
+        self.ent_kind[e0:e1] = kind
+        self.ent_skip[e0:e1] = skip
+        self.ent_start[c + 1] = e1
+        self.cls_id[q] = c
+        self.P = self._pools()
+        return StateClasses(self, c)
 
     def root_states(self) -> list[int]:
         """States that can be roots: the start state and every state with an outgoing edge
