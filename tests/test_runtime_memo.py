@@ -88,8 +88,8 @@ def test_memo_masks_equal_plain_walk_and_reference(name, steps, qwen):
 def tiny_charts(monkeypatch):
     """Charts that start with room for a few items/sets, so walks overflow and grow."""
     class TinyChart(chart_mod.Chart):
-        def __init__(self, n_rules, items=4, sets=2, groups=2, hash_bits=2):
-            super().__init__(n_rules, items, sets, groups, hash_bits)
+        def __init__(self, n_rules, items=4, sets=2, groups=2, hash_bits=2, **kw):
+            super().__init__(n_rules, items, sets, groups, hash_bits, **kw)
     monkeypatch.setattr(matcher_mod, "Chart", TinyChart)
     monkeypatch.setattr(tokens_mod, "Chart", TinyChart)
     matcher_mod._TABLES.clear()
@@ -133,3 +133,40 @@ def test_token_classes_built_lazily(qwen):
     warm = Matcher(m.cg, qwen, precompute=True)
     assert len(warm.table.classes) == len(warm.table.root_states()) > len(m.table.classes)
     assert allowed(warm) == first
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_mask_cache_across_rollbacks(name):
+    """Random walks with rollbacks: the mask cache (keyed by set contents, not positions)
+    never serves a mask of a set that was rolled back and rebuilt differently."""
+    import random
+    rng = random.Random(name)
+    v = small_vocab()
+    g = GRAMMARS[name]
+    m, w = Matcher(g, v), Matcher(g, v, mode="walk")
+    for _ in range(120):
+        got = m.allowed_tokens()
+        assert set(got.tolist()) == allowed(w)
+        choices = [int(t) for t in got if t not in v.eos_ids]
+        if m.num_tokens and (not choices or rng.random() < 0.3):
+            k = rng.randint(1, m.num_tokens)
+            m.rollback(k)
+            w.rollback(k)
+            continue
+        if not choices:
+            break
+        t = rng.choice(choices)
+        assert m.accept_token(t) and w.accept_token(t)
+
+
+def test_mask_cache_hits_inside_a_string(qwen):
+    """Inside a JSON string each step's set differs by position only: the masks come from
+    the cache (no trie node walked) and equal the plain walk's."""
+    g = parse((DATA / "llamacpp__json.gbnf").read_text(encoding="utf-8"), "gbnf")
+    m, w = Matcher(g, qwen), Matcher(g, qwen, mode="walk")
+    assert m.accept_bytes(b'{"name": "Al') and w.accept_bytes(b'{"name": "Al')
+    m.compute_mask()
+    for piece in (b"i", b"ce", b" B", b"ob"):
+        assert m.accept_bytes(piece) and w.accept_bytes(piece)
+        assert allowed(m) == allowed(w)
+        assert m.last_counters.trie_nodes == 0

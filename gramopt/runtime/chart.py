@@ -13,7 +13,12 @@ from . import earley as K
 
 class Chart:
     def __init__(self, n_rules: int, items: int = 1 << 14, sets: int = 1 << 10,
-                 groups: int = 1 << 12, hash_bits: int = 12):
+                 groups: int = 1 << 12, hash_bits: int = 12, mask_words: int = 0,
+                 cache_slots: int = 64, cache_items: int = 256):
+        """``mask_words`` > 0 (a Matcher's chart) turns on the mask cache: ``cache_slots``
+        masks (a power of two), keyed by set contents (earley._canonize: kernels of at
+        most ``cache_items`` items)."""
+        slots = cache_slots if mask_words > 0 else 0
         self.n_rules = n_rules
         self.S = (
             np.zeros(items, np.int64),  # items
@@ -40,6 +45,14 @@ class Chart:
             np.zeros(4 * sets, np.int64),  # mkeys (kernel hash table)
             np.zeros(4 * sets, np.int64),  # mgen
             np.zeros(4 * sets, np.int32),  # mval
+            np.full(sets + 1, -1, np.int64),  # canon (content id of each committed set)
+            np.full(max(slots, 1), -1, np.int64),  # mc_key (mask cache: the id whose mask a slot holds)
+            np.zeros((slots, mask_words), np.uint32),  # mc_mask
+            np.zeros(cache_items, np.int64),  # mc_scratch
+            np.zeros(1 << 12, np.int64),  # ikey (interned kernels: hash table)
+            np.full(1 << 12, -1, np.int32),  # ival
+            np.zeros(1 << 11, np.int32),  # istart
+            np.zeros(1 << 14, np.int64),  # ipool
         )
 
     @property
@@ -70,8 +83,8 @@ class Chart:
         for i in (K.I_ITEMS, K.I_GRP_RULE, K.I_GRP_FIRST, K.I_GRP_LEN, K.I_GRP_LEO,
                   K.I_ENT_TARGET, K.I_ENT_ORIGIN):
             S[i] = bigger(S[i])
-        for i in (K.I_SET_START, K.I_GRP_START, K.I_ENT_START, K.I_SET_FLAG):
-            b = np.zeros((len(S[i]) - 1) * 2 + 1, np.int32)
+        for i in (K.I_SET_START, K.I_GRP_START, K.I_ENT_START, K.I_SET_FLAG, K.I_CANON):
+            b = np.zeros((len(S[i]) - 1) * 2 + 1, S[i].dtype)
             b[:len(S[i])] = S[i]
             S[i] = b
         n = len(S[K.I_HKEYS]) * 2
@@ -86,6 +99,12 @@ class Chart:
         S[K.I_MKEYS] = np.zeros(n, np.int64)
         S[K.I_MGEN] = np.zeros(n, np.int64)
         S[K.I_MVAL] = np.zeros(n, np.int32)
+        S[K.I_ISTART] = bigger(S[K.I_ISTART])
+        S[K.I_IPOOL] = bigger(S[K.I_IPOOL])
+        n = len(S[K.I_IKEY]) * 2
+        S[K.I_IKEY] = np.zeros(n, np.int64)
+        S[K.I_IVAL] = np.full(n, -1, np.int32)
+        K.rehash_interned(tuple(S))
         self.S = tuple(S)
 
     def run(self, fn, *args):

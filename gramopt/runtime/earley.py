@@ -43,8 +43,9 @@ I_ITEMS, I_SET_START, I_GRP_START, I_GRP_RULE, I_GRP_FIRST, I_GRP_LEN, I_GRP_LEO
 I_ENT_START, I_ENT_TARGET, I_ENT_ORIGIN, I_HKEYS, I_HGEN, I_RGEN, I_RCNT, I_RPOS = range(7, 15)
 I_TOUCHED, I_SET_FLAG, I_META, I_COUNTERS = range(15, 19)
 I_TRANS, I_KLEN, I_MKEYS, I_MGEN, I_MVAL = range(19, 24)
+I_CANON, I_MC_KEY, I_MC_MASK, I_MC_SCRATCH, I_IKEY, I_IVAL, I_ISTART, I_IPOOL = range(24, 32)
 
-N_SETS, GEN, ACC_FLAG, W_ROOT, W_TOP, MGEN = range(6)
+N_SETS, GEN, ACC_FLAG, W_ROOT, W_TOP, MGEN, N_IDS = range(7)
 C_ITEMS, C_PREDICT, C_COMPLETE, C_SCAN, C_TRIE, C_LEO, C_SETS = range(7)
 N_COUNTERS = 8
 
@@ -239,6 +240,145 @@ def _commit(G, S, p, begin, end, gen, acc):
     return ALIVE | (ACCEPT if meta[ACC_FLAG] != 0 else 0)
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _origin_code(canon, o, p):
+    """An origin as the content id of its set: 0 = the set itself (p), 1 = set 0 (the
+    accept item's origin stays recognisable), id + 2 otherwise; -1: not named."""
+    if o == p:
+        return np.int64(0)
+    if o == 0:
+        return np.int64(1)
+    c = canon[o]
+    if c < 0:
+        return np.int64(-1)
+    return np.int64(c) + 2
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _intern(S, n):
+    """The id of the int64 sequence ``S[I_MC_SCRATCH][:n]`` in the chart's table of
+    interned sequences (equal sequences, equal ids; compared in full); -2 on overflow."""
+    scratch = S[I_MC_SCRATCH]
+    h = _kernel_hash(scratch, 0, n)
+    ikey = S[I_IKEY]
+    ival = S[I_IVAL]
+    istart = S[I_ISTART]
+    ipool = S[I_IPOOL]
+    hm = len(ikey) - 1
+    k = _hash(h) & hm
+    while ival[k] >= 0:
+        if ikey[k] == h:
+            c = ival[k]
+            a = istart[c]
+            if istart[c + 1] - a == n:
+                same = True
+                for x in range(n):
+                    if ipool[a + x] != scratch[x]:
+                        same = False
+                        break
+                if same:
+                    return c
+        k = (k + 1) & hm
+    meta = S[I_META]
+    c = meta[N_IDS]
+    if c + 2 > len(istart) or istart[c] + n > len(ipool) or 2 * (c + 1) > len(ikey):
+        return -2
+    a = istart[c]
+    for x in range(n):
+        ipool[a + x] = scratch[x]
+    istart[c + 1] = a + n
+    ikey[k] = h
+    ival[k] = c
+    meta[N_IDS] = c + 1
+    return c
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _canonize(S, p):
+    """Name committed set p by what it does as an origin: ``canon[p]`` = the interned id
+    of its waiter groups, sorted entries ``rule | leo flag | target | origin's id`` (see
+    _origin_code). A later set reads set p only through these groups (completions, Leo
+    chains), so by induction two items ``(q, o)``, ``(q, o')`` with ``canon[o] ==
+    canon[o']`` behave alike in every future. -1: not named (too many entries, a field
+    too wide, or an origin not named). Only in charts with a mask cache. False on
+    overflow (nothing named)."""
+    if S[I_MC_MASK].shape[0] == 0:
+        return True
+    canon = S[I_CANON]
+    scratch = S[I_MC_SCRATCH]
+    grp_start = S[I_GRP_START]
+    grp_rule = S[I_GRP_RULE]
+    grp_first = S[I_GRP_FIRST]
+    grp_len = S[I_GRP_LEN]
+    grp_leo = S[I_GRP_LEO]
+    ent_target = S[I_ENT_TARGET]
+    ent_origin = S[I_ENT_ORIGIN]
+    n = 1
+    scratch[0] = -1  # tag: a group sequence (item sequences start with -2)
+    for g in range(grp_start[p], grp_start[p + 1]):
+        b = np.int64(grp_rule[g])
+        if b >= (1 << 15):
+            canon[p] = -1
+            return True
+        head = (b << 48) | (np.int64(grp_leo[g]) << 46)
+        for e in range(grp_first[g], grp_first[g] + grp_len[g]):
+            c = _origin_code(canon, ent_origin[e], p)
+            t = np.int64(ent_target[e])
+            if c < 0 or c >= (1 << 24) or t >= (1 << 22) or n >= len(scratch):
+                canon[p] = -1
+                return True
+            scratch[n] = head | (t << 24) | c
+            n += 1
+    _sort_range(scratch, 1, n)
+    c = _intern(S, n)
+    if c == -2:
+        return False
+    canon[p] = c
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def mask_key(S):
+    """The mask cache's key for the last set r: the interned id of r's items as sorted
+    ``origin's id << 32 | state``; -1 when not named, -2 on overflow. Equal keys: equal
+    items up to origins that behave alike (see _canonize), hence equal masks."""
+    canon = S[I_CANON]
+    scratch = S[I_MC_SCRATCH]
+    items = S[I_ITEMS]
+    r = S[I_META][N_SETS] - 1
+    lo = S[I_SET_START][r]
+    hi = S[I_SET_START][r + 1]
+    if hi - lo + 1 > len(scratch):
+        return -1
+    scratch[0] = -2
+    for i in range(hi - lo):
+        it = items[lo + i]
+        c = _origin_code(canon, it >> 32, r)
+        if c < 0:
+            return -1
+        scratch[i + 1] = (c << 32) | (it & MASK32)
+    _sort_range(scratch, 1, hi - lo + 1)
+    return _intern(S, hi - lo + 1)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def rehash_interned(S):
+    """Re-insert every interned kernel into a fresh (grown) table."""
+    ikey = S[I_IKEY]
+    ival = S[I_IVAL]
+    istart = S[I_ISTART]
+    ipool = S[I_IPOOL]
+    hm = len(ikey) - 1
+    for c in range(S[I_META][N_IDS]):
+        h = _kernel_hash(ipool, istart[c], istart[c + 1])
+        k = _hash(h) & hm
+        while ival[k] >= 0:
+            k = (k + 1) & hm
+        ikey[k] = h
+        ival[k] = c
+    return 0
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def init_chart(G, S, state, p, acc):
     """Start a chart with the single item (state, 0) in set p; sets 0..p-1 are empty
@@ -257,7 +397,11 @@ def init_chart(G, S, state, p, acc):
     _insert(S[I_HKEYS], S[I_HGEN], key, gen)
     S[I_ITEMS][0] = key
     S[I_COUNTERS][C_ITEMS] += 1
-    return _commit(G, S, p, 0, 1, gen, acc)
+    S[I_KLEN][p] = 1
+    r = _commit(G, S, p, 0, 1, gen, acc)
+    if r > 0 and not _canonize(S, p):
+        return OVERFLOW
+    return r
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -293,6 +437,7 @@ def push_byte(G, S, b, acc):
                 cnt[C_SCAN] += 1
     if end == hi:
         return DEAD
+    S[I_KLEN][n] = end - hi
     return _commit(G, S, n, hi, end, gen, acc)
 
 
@@ -310,6 +455,9 @@ def push_bytes(G, S, data, acc):
         if r <= 0:
             meta[N_SETS] = base
             return r
+        if not _canonize(S, meta[N_SETS] - 1):
+            meta[N_SETS] = base
+            return OVERFLOW
     return r
 
 
@@ -728,7 +876,40 @@ def fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
     P = (cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip) from TokenTable: state q's
     classes are row/entries ``cls_id[q]`` (-1: not classified yet).
     Returns 0; -1 on overflow (grow the chart, call again); k > 0 when k roots are not
-    classified yet (listed in roots_buf[:k]: classify them, call again)."""
+    classified yet (listed in roots_buf[:k]: classify them, call again).
+    The mask cache (chart arrays I_MC_*, direct-mapped, keyed by the set's content id from
+    ``_canonize``) returns the mask computed before for an equal set: inside a string or a
+    comment, step after step."""
+    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip = P
+    tbyte = T[0]
+    mc_mask = S[I_MC_MASK]
+    slots = mc_mask.shape[0]
+    nw = mc_mask.shape[1]
+    key = -1
+    slot = 0
+    if slots > 0 and len(mask) >= nw:
+        key = mask_key(S)
+        if key == -2:
+            return -1
+        if key >= 0:
+            slot = key & (slots - 1)
+            if S[I_MC_KEY][slot] == key:
+                for w in range(nw):
+                    mask[w] = mc_mask[slot, w]
+                for w in range(nw, len(mask)):
+                    mask[w] = 0
+                return 0
+    st = _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf)
+    if st == 0 and key >= 0:
+        for w in range(nw):
+            mc_mask[slot, w] = mask[w]
+        S[I_MC_KEY][slot] = key
+    return st
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
+    """fill_mask without the mask cache."""
     cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip = P
     tbyte = T[0]
     for w in range(len(mask)):

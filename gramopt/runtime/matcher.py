@@ -100,7 +100,7 @@ class Matcher:
         self._stack = np.zeros(4097, np.int32)  # the walk's set at each trie depth
         self._roots = np.zeros(self.ROOT_LIMIT, np.int32)  # roots of a mask (fill_mask)
         self._before = None
-        self.chart = Chart(self.cg.n_rules)
+        self.chart = Chart(self.cg.n_rules, mask_words=self.vocab.n_words)
         self.last_counters = Counters()
         if precompute:
             self.table.precompute()
