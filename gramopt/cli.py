@@ -56,7 +56,13 @@ def _parser() -> argparse.ArgumentParser:
     o.add_argument("--diff", action="store_true", help="print a unified diff of input and output")
     o.add_argument("--no-verify", action="store_true",
                    help="skip the language-equivalence check of the output (not recommended)")
-    o.add_argument("-j", "--jobs", type=int, default=0, help="worker processes for a folder (0 = cores)")
+    o.add_argument("-j", "--jobs", type=int, default=0, help="worker processes for a batch (0 = cores)")
+    o.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run a batch on the Dask cluster at ADDRESS (tcp://host:port) instead of local processes")
+    o.add_argument("--cache", metavar="DIR",
+                   help="content-addressed cache of a batch (default OUTDIR/.gramopt-cache; a shared "
+                        "folder serves every worker and rerun)")
+    o.add_argument("-q", "--quiet", action="store_true", help="no progress bar for a batch")
     o.set_defaults(run=cmd_optimize)
 
     for name, module in _command_modules():
@@ -104,14 +110,19 @@ def cmd_convert(args) -> int:
 
 
 def cmd_optimize(args) -> int:
-    from .build import optimize_file, optimize_folder  # imports egglog: only when optimizing
+    from .build import is_schema, optimize_batch, optimize_file  # imports egglog: only when optimizing
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     options = dict(target=args.target, passes=passes, verify=not args.no_verify, to=args.to,
                    dialect=args.dialect, start=args.start)
-    if os.path.isdir(args.input):
+    jsonl = os.path.isfile(args.input) and args.input.endswith(".jsonl") and is_schema(args.input, args.dialect)
+    if os.path.isdir(args.input) or (jsonl and args.output and os.path.isdir(args.output)) or \
+            (jsonl and args.output and not os.path.splitext(args.output)[1]):
         if not args.output or args.output == "-":
-            raise GrammarError("optimizing a folder needs -o OUTDIR", path=args.input)
-        return optimize_folder(args.input, args.output, jobs=args.jobs, report=args.report, **options)
+            raise GrammarError("optimizing a batch (a folder, a JSONL file) needs -o OUTDIR", path=args.input)
+        return optimize_batch(args.input, args.output, jobs=args.jobs, scheduler=args.scheduler,
+                              cache=args.cache, progress=not args.quiet, **options)
+    if args.scheduler:
+        raise GrammarError("--scheduler runs a batch: give a folder or a JSONL file", path=args.input)
     return optimize_file(args.input, args.output, report=args.report, as_json=args.json,
                          check=args.check, diff=args.diff, **options)
 

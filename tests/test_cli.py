@@ -142,11 +142,11 @@ def test_folder_build_step_uses_the_cache(tmp_path, capsys):
     assert "inner" not in (dst / "sub" / "g2.ebnf").read_text(encoding="utf-8")
     capsys.readouterr()
     assert run("optimize", src, "-o", dst, "-j", "2") == 0
-    assert "2 unchanged since the last run, 0 to optimize" in capsys.readouterr().err
+    assert "2 items, 2 served from the cache, 0 to optimize" in capsys.readouterr().err
     os.utime(src / "g1.ebnf")  # a touch is not a change: the cache is by content
     (src / "sub" / "g2.ebnf").write_text(DELEGATED + "extra ::= \"q\"\n", encoding="utf-8")
     assert run("optimize", src, "-o", dst, "-j", "2") == 0
-    assert "1 unchanged since the last run, 1 to optimize" in capsys.readouterr().err
+    assert "2 items, 1 served from the cache, 1 to optimize" in capsys.readouterr().err
 
 
 def test_folder_with_a_bad_file_fails_but_writes_the_others(tmp_path, capsys):

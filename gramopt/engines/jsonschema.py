@@ -2,6 +2,7 @@
 
     load_schemas(path) -> list[Schema]       a .json schema, a folder of them, or a .jsonl file
     convert(schema, converter) -> Grammar    the converter's grammar, read by gramopt's reader
+    for_target(schema, target) -> (Grammar, converter)   with the target's converter, named
     CONVERTER_OF[target]                     which converter a target uses
     converter_version(name) -> str           e.g. "xgrammar 0.2.8"
 
@@ -70,16 +71,20 @@ def load_schemas(path: str) -> list[Schema]:
         raise GrammarError(f"cannot read: {e.strerror}", path=path) from None
     except UnicodeDecodeError:
         raise GrammarError("file is not valid UTF-8 text", path=path) from None
-    stem = os.path.splitext(os.path.basename(path))[0]
     if path.endswith(".jsonl"):
-        out = []
-        for k, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                out.append(_schema(_loads(line, path, k), path, f"{stem}.{k}", k))
+        out = [parse_schema(line, path, k) for k, line in enumerate(text.splitlines(), 1) if line.strip()]
         if not out:
             raise GrammarError("no schema in the JSONL file", path=path)
         return out
-    return [_schema(_loads(text, path), path, stem, 1)]
+    return [parse_schema(text, path)]
+
+
+def parse_schema(text: str, path: str, line: int = 0) -> Schema:
+    """One schema from its JSON ``text``: a whole file (``line`` 0) or line ``line`` of a
+    JSONL file, named after the file (and the line)."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = f"{stem}.{line}" if line else stem
+    return _schema(_loads(text, path, line), path, name, line or 1)
 
 
 def _loads(text: str, path: str, line: int = 0):
@@ -146,3 +151,13 @@ def convert(schema: Schema, converter: str) -> Grammar:
         raise GrammarError(f"cannot read {converter}'s grammar for the schema: {e.message} "
                            f"(grammar line {e.pos.line if e.pos else '?'})",
                            SourcePos(schema.line, 1), schema.path) from None
+
+
+def for_target(schema: Schema, target: str) -> tuple[Grammar, str]:
+    """(grammar, converter with version): ``schema`` converted by the converter of
+    ``target``'s engine, with a header comment naming the converter."""
+    from dataclasses import replace
+    converter = CONVERTER_OF.get(target, CONVERTER_OF["generic"])
+    version = converter_version(converter)
+    grammar = convert(schema, converter)
+    return replace(grammar, header=f"JSON Schema {schema.name} converted by {version}"), version

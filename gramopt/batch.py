@@ -1,0 +1,317 @@
+"""Batches: a folder of grammars and schemas, or a JSONL file of schemas, optimized on local
+worker processes (the default) or on a Dask cluster, with a content-addressed cache.
+
+    items = batch_items(input, outdir, to=None, target="generic")   one Item per grammar / schema
+    run_batch(items, options, outdir, workers=0, scheduler=None, cache_dir=None, progress=True)
+        -> exit code (the worst of the items'; 0 when all succeeded)
+
+An item carries its input *text* (read here, by the client), so a worker needs no access to
+the inputs and returns the output text; the client writes every output file (atomically).
+Workers are spawned processes (``ProcessPoolExecutor``), or with ``scheduler="tcp://host:port"``
+the workers of an existing Dask cluster (``distributed.Client``; ``pip install distributed``).
+
+The cache is content-addressed: an item's key is the SHA-256 of its input text, its kind,
+the options that shape the output and gramopt's version; ``CACHE/<key[:2]>/<key>`` holds the
+output text. The client looks it up before submitting (a hit is written out and counted as
+*cached*) and workers look it up again and store what they compute, so a cache folder on a
+shared file system serves every worker, machine and rerun — a rerun with nothing changed
+optimizes nothing. Default: ``OUTDIR/.gramopt-cache``. Entries are written atomically (temp
+file + rename), so concurrent workers computing the same key both leave one valid entry.
+
+Outputs are the bytes ``gramopt optimize`` writes for each input alone: the same under the
+process pool, a Dask cluster or the cache. A progress bar on stderr counts done / failed /
+cached items (one line per item when stderr is not a terminal).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+from .formats import write_file
+from .grammar import GrammarError
+
+GRAMMAR_EXTENSIONS = (".gbnf", ".ebnf", ".lark", ".goebnf", ".cfg")
+SCHEMA_EXTENSIONS = (".json", ".jsonl")
+CACHE_FOLDER = ".gramopt-cache"
+EXIT_OK, EXIT_USAGE, EXIT_UNSOUND = 0, 2, 3
+_SHAPING = ("target", "passes", "verify", "to", "dialect", "start")  # options that change the bytes out
+
+
+@dataclass(frozen=True)
+class Item:
+    """One grammar or schema to optimize: ``name`` (its path relative to the input, with
+    ``:LINE`` for a JSONL line), ``kind`` (a grammar dialect, or ``jsonschema``), the input
+    text, where it came from (``source``, ``line``) and the output path."""
+
+    name: str
+    kind: str
+    text: str
+    source: str
+    line: int
+    dst: str
+
+
+# ---------------------------------------------------------------- what to optimize
+
+
+def batch_items(path: str, outdir: str, to: str | None = None, target: str = "generic",
+                dialect: str | None = None) -> list[Item]:
+    """The items of a folder (grammar files by extension, ``.json`` schemas, ``.jsonl`` files
+    line by line; hidden folders skipped) or of one JSONL file, with their output paths
+    under ``outdir`` (same relative path; a JSONL line ``k`` of ``f.jsonl`` → ``f.k.EXT``)."""
+    from .engines.jsonschema import CONVERTER_OF
+    schema_ext = to or ("ebnf" if CONVERTER_OF.get(target, "xgrammar") == "xgrammar" else "gbnf")
+    files = _files(path) if os.path.isdir(path) else [os.path.basename(path)]
+    base = path if os.path.isdir(path) else os.path.dirname(path)
+    items: list[Item] = []
+    for rel in files:
+        src = os.path.join(base, rel)
+        stem, ext = os.path.splitext(rel)
+        kind = dialect or _kind(ext)
+        text = _read(src)
+        if kind == "jsonschema" and ext == ".jsonl":
+            for k, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    items.append(Item(f"{rel}:{k}", kind, line, src, k,
+                                      os.path.join(outdir, f"{stem}.{k}.{schema_ext}")))
+        elif kind == "jsonschema":
+            items.append(Item(rel, kind, text, src, 0, os.path.join(outdir, f"{stem}.{schema_ext}")))
+        else:
+            out_ext = "." + to if to else (".ebnf" if ext == ".goebnf" else ext)
+            items.append(Item(rel, kind, text, src, 0, os.path.join(outdir, stem + out_ext)))
+    if not items:
+        raise GrammarError("nothing to optimize: no grammar (.gbnf .ebnf .lark .goebnf .cfg) or schema "
+                           "(.json .jsonl) files", path=path)
+    return items
+
+
+def _files(folder: str) -> list[str]:
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(GRAMMAR_EXTENSIONS + SCHEMA_EXTENSIONS) and not name.startswith("."):
+                out.append(os.path.relpath(os.path.join(root, name), folder))
+    return out
+
+
+def _kind(ext: str) -> str:
+    return "jsonschema" if ext in SCHEMA_EXTENSIONS else ext[1:]
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8")
+    except OSError as e:
+        raise GrammarError(f"cannot read: {e.strerror}", path=path) from None
+    except UnicodeDecodeError:
+        return ""  # the worker reads it again through formats.read, which locates the error
+
+
+# ---------------------------------------------------------------- one item (in a worker)
+
+
+def item_key(item: Item, options: dict) -> str:
+    from . import __version__
+    shaping = {k: options.get(k) for k in _SHAPING}
+    h = hashlib.sha256(json.dumps({"kind": item.kind, "options": shaping, "version": __version__,
+                                   "out": os.path.splitext(item.dst)[1]}, sort_keys=True).encode())
+    h.update(item.text.encode("utf-8"))
+    return h.hexdigest()
+
+
+def cache_path(cache_dir: str, key: str) -> str:
+    return os.path.join(cache_dir, key[:2], key)
+
+
+def cache_get(cache_dir: str | None, key: str) -> str | None:
+    if not cache_dir:
+        return None
+    try:
+        with open(cache_path(cache_dir, key), encoding="utf-8", newline="") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def cache_put(cache_dir: str | None, key: str, text: str) -> None:
+    if cache_dir:
+        try:
+            os.makedirs(os.path.dirname(cache_path(cache_dir, key)), exist_ok=True)
+            write_file(cache_path(cache_dir, key), text)
+        except OSError:
+            pass  # a read-only or vanished cache only costs the reuse
+
+
+def optimize_item(item: dict, options: dict, cache_dir: str | None) -> dict:
+    """Run in a worker: the item's output text (from the cache, or optimized and stored).
+    Returns {name, code, message, seconds, text, cached}; never raises for bad input."""
+    from .passes import OptimizationError
+    it = Item(**item)
+    t0 = time.perf_counter()
+    key = item_key(it, options)
+    cached = cache_get(cache_dir, key)
+    if cached is not None:
+        return {"name": it.name, "code": EXIT_OK, "message": "from the cache", "seconds": 0.0,
+                "text": cached, "cached": True}
+    try:
+        text, result = _optimize(it, options)
+    except GrammarError as e:
+        return {"name": it.name, "code": EXIT_USAGE, "message": e.format().splitlines()[0],
+                "seconds": time.perf_counter() - t0, "text": None, "cached": False}
+    except OptimizationError as e:
+        return {"name": it.name, "code": EXIT_UNSOUND, "message": unsound_message(it.name, e).replace("\n", "; "),
+                "seconds": time.perf_counter() - t0, "text": None, "cached": False}
+    cache_put(cache_dir, key, text)
+    before, after = result.report.kappa_before, result.report.kappa_after
+    return {"name": it.name, "code": EXIT_OK, "message": f"κ {before} → {after}",
+            "seconds": time.perf_counter() - t0, "text": text, "cached": False}
+
+
+def _optimize(it: Item, options: dict):
+    from .formats import output_dialect, parse, write
+    from .passes import optimize
+    target = options.get("target", "generic")
+    if it.kind == "jsonschema":
+        from .engines.jsonschema import for_target, parse_schema
+        grammar, _ = for_target(parse_schema(it.text, it.source, it.line), target)
+    else:
+        from .formats import read
+        grammar = read(it.source, it.kind, options.get("start")) if not it.text else \
+            parse(it.text, it.kind, it.source, options.get("start"))
+    rest = {k: options[k] for k in ("target", "passes", "verify") if k in options}
+    try:
+        result = optimize(grammar, **rest)
+    except ValueError as e:  # an unknown pass or target name
+        raise GrammarError(str(e), path=it.source) from None
+    src = it.source if it.kind != "jsonschema" else None
+    return write(result.grammar, output_dialect(result.grammar, it.dst, options.get("to"), src)), result
+
+
+# ---------------------------------------------------------------- the batch
+
+
+def unsound_message(path: str, e) -> str:
+    """What a user sees when the optimized grammar's language differs: the counterexample
+    and the pass that introduced it (a bug in gramopt — please report it with the input)."""
+    lines = [f"{path}: error: the optimized grammar's language differs from the input's; nothing written"]
+    if e.counterexample is not None:
+        lines.append(f"  counterexample: {e.counterexample}")
+    if e.pass_name:
+        lines.append(f"  first changed by pass: {e.pass_name}")
+    return "\n".join(lines)
+
+
+class Progress:
+    """``[####....] 12/23  done 10  failed 1  cached 1  12.3 s  name`` on stderr, redrawn in
+    place on a terminal, one line per item otherwise."""
+
+    def __init__(self, total: int, enabled: bool = True, stream=None):
+        self.total, self.enabled = total, enabled
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.done = self.failed = self.cached = 0
+        self.t0 = time.perf_counter()
+
+    def update(self, name: str, code: int, cached: bool, message: str) -> None:
+        self.done += 1
+        self.failed += code != EXIT_OK
+        self.cached += cached
+        if not self.enabled:
+            return
+        width = 24
+        fill = width * self.done // max(1, self.total)
+        bar = (f"[{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total}  done {self.done - self.failed}"
+               f"  failed {self.failed}  cached {self.cached}  {time.perf_counter() - self.t0:.1f} s")
+        if self.tty:
+            if code != EXIT_OK:
+                self.stream.write(f"\r\033[K{name}: FAILED {message}\n")
+            self.stream.write("\r\033[K" + bar + f"  {name}" + ("\n" if self.done == self.total else ""))
+        else:
+            status = "FAILED " + message if code != EXIT_OK else ("cached" if cached else f"ok {message}")
+            self.stream.write(f"{bar}  {name}: {status}\n")
+        self.stream.flush()
+
+
+def run_batch(items: list[Item], options: dict, *, workers: int = 0, scheduler: str | None = None,
+              cache_dir: str | None = None, progress: bool = True) -> int:
+    """Optimize every item; write each output; return the worst exit code."""
+    keys = {it.name: item_key(it, options) for it in items}
+    todo, results = [], []
+    for it in items:
+        hit = cache_get(cache_dir, keys[it.name])
+        if hit is None:
+            todo.append(it)
+        else:
+            results.append((it, {"name": it.name, "code": EXIT_OK, "message": "from the cache",
+                                 "seconds": 0.0, "text": hit, "cached": True}))
+    where = f"the Dask cluster at {scheduler}" if scheduler else \
+        f"{max(1, min(workers or os.cpu_count() or 1, len(todo)))} local worker(s)"
+    print(f"gramopt: {len(items)} items, {len(items) - len(todo)} served from the cache, "
+          f"{len(todo)} to optimize" + (f" on {where}" if todo else ""), file=sys.stderr)
+    bar = Progress(len(items), enabled=progress)
+    worst = EXIT_OK
+    for it, r in results:
+        worst = max(worst, _finish(it, r, bar))
+    by_name = {it.name: it for it in todo}
+    for r in _schedule(todo, options, workers, scheduler, cache_dir):
+        worst = max(worst, _finish(by_name[r["name"]], r, bar))
+    return worst
+
+
+def _finish(it: Item, r: dict, bar: Progress) -> int:
+    if r["code"] == EXIT_OK:
+        os.makedirs(os.path.dirname(os.path.abspath(it.dst)), exist_ok=True)
+        if not (os.path.exists(it.dst) and _same(it.dst, r["text"])):
+            write_file(it.dst, r["text"])
+    bar.update(it.name, r["code"], r["cached"], f"{r['message']} ({r['seconds']:.2f} s)")
+    return r["code"]
+
+
+def _same(path: str, text: str) -> bool:
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            return f.read() == text
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _schedule(todo: list[Item], options: dict, workers: int, scheduler: str | None, cache_dir):
+    """Results as they complete, from local processes or a Dask cluster."""
+    if not todo:
+        return
+    if scheduler:
+        yield from _on_dask(todo, options, scheduler, cache_dir)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    n = max(1, min(workers or os.cpu_count() or 1, len(todo)))
+    # spawn, not fork: egglog and numba start threads, and a forked child can deadlock on their locks
+    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(optimize_item, asdict(it), options, cache_dir) for it in todo]
+        for fut in as_completed(futures):
+            yield fut.result()
+
+
+def _on_dask(todo: list[Item], options: dict, scheduler: str, cache_dir):
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise GrammarError("--scheduler needs Dask's distributed package: pip install distributed") from None
+    try:
+        client = Client(scheduler, timeout="20s")
+    except OSError as e:
+        raise GrammarError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
+    try:
+        futures = [client.submit(optimize_item, asdict(it), options, cache_dir, pure=False, key=f"gramopt-{i}-{it.name}")
+                   for i, it in enumerate(todo)]
+        for fut in as_completed(futures):
+            yield fut.result()
+    finally:
+        client.close()
