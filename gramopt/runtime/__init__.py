@@ -8,15 +8,21 @@
 Modules: compile (Grammar → CompiledGrammar), earley (numba kernels), chart (their
 arrays), trie (depth-first token trie), vocab (tokenizer files), tokens (per-state token
 classes), matcher (the decoding state), torch_ops (masks on tensors; torch is optional
-and imported only when used). Stands on gramopt.grammar alone; never imports egglog.
+and imported only when used). Serving: batch (BatchMatcher: many rows' masks on a thread
+pool), jump_forward (forced text), limits (chart caps, RuntimeLimitError), kernels
+(apply_token_bitmask_inplace, one backend per file). Stands on gramopt.grammar alone;
+never imports egglog.
 """
 
+from .batch import BatchMatcher
 from .compile import CompiledGrammar, RuntimeGrammarError, compile_grammar
+from .limits import RuntimeLimitError, RuntimeLimits
 from .matcher import Counters, Matcher, allocate_token_bitmask, token_table
 from .vocab import Vocab
 
-__all__ = ["CompiledGrammar", "Counters", "Matcher", "RuntimeGrammarError", "Vocab",
-           "allocate_token_bitmask", "apply_token_bitmask", "compile_grammar",
+__all__ = ["BatchMatcher", "CompiledGrammar", "Counters", "Matcher", "RuntimeGrammarError",
+           "RuntimeLimitError", "RuntimeLimits", "Vocab", "allocate_token_bitmask",
+           "apply_token_bitmask", "apply_token_bitmask_inplace", "compile_grammar",
            "GrammarLogitsProcessor", "token_table"]
 
 
@@ -24,4 +30,7 @@ def __getattr__(name: str):
     if name in ("apply_token_bitmask", "GrammarLogitsProcessor"):
         from . import torch_ops
         return getattr(torch_ops, name)
+    if name == "apply_token_bitmask_inplace":
+        from .kernels import apply_token_bitmask_inplace
+        return apply_token_bitmask_inplace
     raise AttributeError(f"module 'gramopt.runtime' has no attribute {name!r}")

@@ -9,17 +9,19 @@ from __future__ import annotations
 import numpy as np
 
 from . import earley as K
+from .limits import RuntimeLimits
 
 
 class Chart:
     def __init__(self, n_rules: int, items: int = 1 << 14, sets: int = 1 << 10,
                  groups: int = 1 << 12, hash_bits: int = 12, mask_words: int = 0,
-                 cache_slots: int = 64, cache_items: int = 256):
+                 cache_slots: int = 64, cache_items: int = 256, limits: RuntimeLimits | None = None):
         """``mask_words`` > 0 (a Matcher's chart) turns on the mask cache: ``cache_slots``
         masks (a power of two), keyed by set contents (earley._canonize: kernels of at
-        most ``cache_items`` items)."""
+        most ``cache_items`` items). ``limits`` caps the growth (limits.py)."""
         slots = cache_slots if mask_words > 0 else 0
         self.n_rules = n_rules
+        self.limits = limits or RuntimeLimits()
         self.S = (
             np.zeros(items, np.int64),  # items
             np.zeros(sets + 1, np.int32),  # set_start
@@ -71,9 +73,19 @@ class Chart:
         n = self.n_sets
         return n > 0 and bool(self.S[K.I_SET_FLAG][n - 1])
 
+    def copy(self) -> "Chart":
+        """An independent chart with the same committed sets (for ``Matcher.fork``)."""
+        c = Chart.__new__(Chart)
+        c.n_rules, c.limits = self.n_rules, self.limits
+        c.S = tuple(a.copy() for a in self.S)
+        return c
+
     def grow(self) -> None:
-        """Double every capacity, keeping the committed contents."""
+        """Double every capacity, keeping the committed contents; raises RuntimeLimitError
+        (limits.py) instead when a doubled capacity would pass the chart's limits."""
         S = list(self.S)
+        self.limits.check(len(S[K.I_ITEMS]) * 2, (len(S[K.I_SET_START]) - 1) * 2,
+                          len(S[K.I_GRP_RULE]) * 2)
 
         def bigger(a):
             b = np.zeros(len(a) * 2, a.dtype)

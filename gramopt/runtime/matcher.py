@@ -4,6 +4,8 @@
     m.fill_next_token_bitmask(bitmask)   # int32[ceil(n/32)] or int32[batch, words] + row
     m.accept_token(tid)                  # False (state unchanged) when not allowed
     m.is_terminated(); m.rollback(k); m.reset()
+    m.fork()                             # an independent copy of the decoding state
+    m.find_jump_forward_string()         # text every continuation starts with (jump_forward.py)
 
 Semantics (xgrammar's): a token is allowed when the text so far followed by its bytes is
 a viable prefix of the grammar's language (a byte string, so a token may end inside a
@@ -17,7 +19,7 @@ sibling ``last_counters`` and the return value of ``fill_next_token_bitmask``.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import NamedTuple
 
 import numpy as np
@@ -26,6 +28,8 @@ from ..grammar import Grammar
 from . import earley as K
 from .chart import Chart
 from .compile import CompiledGrammar, compile_grammar
+from .jump_forward import forced_bytes
+from .limits import RuntimeLimits
 from .tokens import TokenTable
 from .vocab import Vocab
 
@@ -78,12 +82,17 @@ class Matcher:
     hash-consed by kernel, transitions cached for the mask); ``mode="walk"`` walks the whole
     trie with one Earley set per node every time (the plain algorithm, kept as a
     cross-check).
+
+    ``max_rollback_tokens`` (-1: unbounded) caps how many accepted tokens ``rollback`` can
+    undo (older history is dropped); ``limits`` caps the chart's memory (limits.py: a step
+    that would pass a cap raises ``RuntimeLimitError`` and changes nothing).
     """
 
     ROOT_LIMIT = 64
 
     def __init__(self, grammar: Grammar | CompiledGrammar | TokenTable, vocab: Vocab | None = None,
-                 *, mode: str = "cached", precompute: bool = False):
+                 *, mode: str = "cached", precompute: bool = False, max_rollback_tokens: int = -1,
+                 limits: RuntimeLimits | None = None):
         if isinstance(grammar, TokenTable):
             self.table = grammar
         else:
@@ -100,7 +109,8 @@ class Matcher:
         self._stack = np.zeros(4097, np.int32)  # the walk's set at each trie depth
         self._roots = np.zeros(self.ROOT_LIMIT, np.int32)  # roots of a mask (fill_mask)
         self._before = None
-        self.chart = Chart(self.cg.n_rules, mask_words=self.vocab.n_words)
+        self.max_rollback_tokens = int(max_rollback_tokens)
+        self.chart = Chart(self.cg.n_rules, mask_words=self.vocab.n_words, limits=limits)
         self.last_counters = Counters()
         if precompute:
             self.table.precompute()
@@ -108,7 +118,9 @@ class Matcher:
 
     # ------------------------------------------------------------ state
     def reset(self) -> None:
-        self._history: list[tuple[int, bool]] = []
+        keep = None if self.max_rollback_tokens < 0 else self.max_rollback_tokens
+        self._history: deque[tuple[int, bool]] = deque(maxlen=keep)
+        self._accepted = 0
         self._terminated = False
         if not self.cg.empty_language:
             self.chart.run(K.init_chart, self.G, self.cg.start_state, 0, self.cg.accept_state)
@@ -122,9 +134,12 @@ class Matcher:
 
     def rollback(self, k: int = 1) -> None:
         if k > len(self._history):
-            raise ValueError(f"cannot roll back {k} tokens: only {len(self._history)} accepted")
+            why = (f"only {len(self._history)} accepted" if len(self._history) == self._accepted
+                   else f"max_rollback_tokens={self.max_rollback_tokens}")
+            raise ValueError(f"cannot roll back {k} tokens: {why}")
         for _ in range(k):
             n_sets, eos = self._history.pop()
+            self._accepted -= 1
             if eos:
                 self._terminated = False
             else:
@@ -132,7 +147,39 @@ class Matcher:
 
     @property
     def num_tokens(self) -> int:
-        return len(self._history)
+        """Tokens (and byte strings) accepted since the last reset, net of rollbacks."""
+        return self._accepted
+
+    def fork(self) -> "Matcher":
+        """An independent matcher in the same state (shares the grammar's token table;
+        copies the chart, its mask cache included, and the rollback history)."""
+        m = Matcher.__new__(Matcher)
+        m.__dict__.update(self.__dict__)
+        m._buf = np.zeros_like(self._buf)
+        m._stack = np.zeros_like(self._stack)
+        m._roots = np.zeros_like(self._roots)
+        m.chart = self.chart.copy()
+        m._history = deque(self._history, maxlen=self._history.maxlen)
+        return m
+
+    def find_jump_forward_bytes(self, max_bytes: int = 4096) -> bytes:
+        """The bytes every continuation of the text so far starts with (jump_forward.py);
+        empty when terminated or when the text so far is in the language."""
+        if self._terminated or self.cg.empty_language:
+            return b""
+        out = np.zeros(max_bytes, np.int32)
+        k = self.chart.run(forced_bytes, self.G, self.cg.accept_state, out)
+        return bytes(out[:k].astype(np.uint8))
+
+    def find_jump_forward_string(self) -> str:
+        """``find_jump_forward_bytes`` cut to its longest valid UTF-8 prefix, as text."""
+        data = self.find_jump_forward_bytes()
+        for cut in range(len(data), max(-1, len(data) - 4), -1):
+            try:
+                return data[:cut].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        return ""
 
     # ------------------------------------------------------------ steps
     def accept_token(self, token_id: int) -> bool:
@@ -148,6 +195,7 @@ class Matcher:
         if tid in self.vocab.eos_ids:
             if self.chart.accepting():
                 self._history.append((self.chart.n_sets, True))
+                self._accepted += 1
                 self._terminated = True
                 return True
             return False
@@ -162,6 +210,10 @@ class Matcher:
             return False
         return self._push(bytes(data))
 
+    def accept_string(self, text: str | bytes) -> bool:
+        """Advance by the UTF-8 bytes of ``text`` (one history step), e.g. jump-forward text."""
+        return self.accept_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+
     def _push(self, data: bytes) -> bool:
         n = self.chart.n_sets
         r = self.chart.run(K.push_bytes, self.G, np.frombuffer(data, np.uint8).astype(np.int32),
@@ -170,6 +222,7 @@ class Matcher:
             self.chart.n_sets = n
             return False
         self._history.append((n, False))
+        self._accepted += 1
         return True
 
     # ------------------------------------------------------------ masks

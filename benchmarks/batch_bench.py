@@ -1,0 +1,150 @@
+"""Batch mask filling: BatchMatcher's thread pool vs. filling the rows one after another.
+
+    python benchmarks/batch_bench.py [--rows 16] [--threads 2] [--steps 12] [--grammars c,json,...]
+
+Per grammar (corpus grammar + its first sample, Qwen vocabulary, 151,644 tokens): ``rows``
+matchers start at offsets spread over the sample's token trajectory (≤150 tokens) and
+advance one token per step in lockstep, as a decoding batch does. At every step the same
+row states are filled twice into two bitmasks — sequentially on the calling thread, and by
+``BatchMatcher(threads)`` — in alternating order (odd steps batch first), the two bitmasks
+are compared bit for bit, and the wall times are summed. Printed: per-step median and total
+times and the speedup sequential / batch, and the mean counters per row fill (trie nodes
+walked: the work the threads share). One warm-up step (not timed) builds the token classes
+the rows touch. The machine's core count and load average are printed, and per mode the
+cores the process actually got (CPU time / wall time): on a shared box (Linux autogroup
+scheduling gives each busy session an equal share, whatever its thread count) the speedup
+is bounded by what the scheduler grants, so read the ratio beside "cores used".
+
+Then the bitmask application kernels (kernels/): ``apply_token_bitmask_inplace`` on
+(rows, V) float32 logits with the last step's masks, backend "cpu" (fused numba loop) vs
+"torch" (unpack + masked_fill), median of 20 runs each, interleaved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import time
+
+import numpy as np
+
+CORPUS = "/work/shared/corpus"
+CASES = {
+    "c": "gbnf/llamacpp__c.gbnf",
+    "json": "gbnf/llamacpp__json.gbnf",
+    "arithmetic": "gbnf/llamacpp__arithmetic.gbnf",
+    "xgr-json": "ebnf/xgrammar__builtin_json.ebnf",
+    "sparql": "gbnf/bh-sparql__sparql1.1.gbnf",
+}
+
+
+def load(name):
+    from gramopt.formats import parse
+    path = f"{CORPUS}/{CASES[name]}"
+    dialect = "gbnf" if path.endswith(".gbnf") else "ebnf"
+    g = parse(open(path, encoding="utf-8").read(), dialect)
+    samples = sorted(glob.glob(path[: -len(dialect) - 1] + ".sample*.txt"))
+    return g, "".join(open(s, encoding="utf-8").read() for s in samples[:1])
+
+
+def bench_grammar(name, vocab, tokenizer, n_rows, threads, steps):
+    from gramopt.runtime import BatchMatcher, Matcher
+    g, sample = load(name)
+    toks, _ = tokenizer.trajectory(sample, 150)
+    toks = [t for t in toks if t not in vocab.eos_ids]
+    steps = min(steps, max(1, len(toks) - 1))
+    span = max(0, len(toks) - steps - 1)
+    rows = [Matcher(g, vocab) for _ in range(n_rows)]
+    offs = [(r * span) // max(1, n_rows - 1) for r in range(n_rows)]
+    for m, off in zip(rows, offs):
+        for t in toks[:off]:
+            assert m.accept_token(t)
+    seq_mask = np.zeros((n_rows, vocab.n_words), np.int32)
+    bat_mask = np.zeros_like(seq_mask)
+    seq_t, bat_t, nodes, seq_cpu, bat_cpu = [], [], [], [], []
+    with BatchMatcher(threads) as bm:
+        for step in range(steps + 1):
+            def run_seq():
+                t, c = time.perf_counter(), time.process_time()
+                cs = [m.fill_next_token_bitmask(seq_mask, r) for r, m in enumerate(rows)]
+                return time.perf_counter() - t, time.process_time() - c, cs
+
+            def run_bat():
+                t, c = time.perf_counter(), time.process_time()
+                bm.batch_fill_next_token_bitmask(rows, bat_mask)
+                return time.perf_counter() - t, time.process_time() - c
+
+            if step % 2:
+                tb, cb = run_bat()
+                ts, cpu_s, cs = run_seq()
+            else:
+                ts, cpu_s, cs = run_seq()
+                tb, cb = run_bat()
+            if not np.array_equal(seq_mask, bat_mask):
+                raise SystemExit(f"{name}: batch and sequential masks differ at step {step}")
+            if step:  # step 0 is the warm-up
+                seq_t.append(ts)
+                bat_t.append(tb)
+                seq_cpu.append(cpu_s)
+                bat_cpu.append(cb)
+                nodes.append(np.mean([c.trie_nodes for c in cs]))
+            for m, off in zip(rows, offs):
+                assert m.accept_token(toks[off + step])
+    return dict(seq=np.array(seq_t), bat=np.array(bat_t), nodes=float(np.mean(nodes)), mask=seq_mask,
+                seq_cores=sum(seq_cpu) / sum(seq_t), bat_cores=sum(bat_cpu) / sum(bat_t))
+
+
+def bench_apply(mask, vocab_size, reps=20):
+    import torch
+    from gramopt.runtime import apply_token_bitmask_inplace
+    base = torch.randn(mask.shape[0], vocab_size)
+    words = torch.from_numpy(mask)
+    times = {"cpu": [], "torch": []}
+    for i in range(reps):
+        for backend in (("cpu", "torch") if i % 2 else ("torch", "cpu")):
+            x = base.clone()
+            t = time.perf_counter()
+            apply_token_bitmask_inplace(x, words, backend=backend)
+            times[backend].append(time.perf_counter() - t)
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--grammars", default="c,json,arithmetic,xgr-json")
+    args = ap.parse_args()
+    from gramopt.bench.engines import Env
+    from gramopt.runtime import Vocab
+    vocab = Vocab.qwen()
+    env = Env.create(vocab)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"{cores} cores, load average {os.getloadavg()[0]:.2f} at start; {args.rows} rows, "
+          f"BatchMatcher({args.threads}), {args.steps} steps per grammar (Qwen vocabulary)")
+    print()
+    print(f"{'grammar':12} {'seq ms/step':>12} {'batch ms/step':>14} {'seq total ms':>13} "
+          f"{'batch total ms':>15} {'speedup':>8} {'trie nodes/row':>15} {'cores used seq/batch':>21}")
+    last = None
+    for name in args.grammars.split(","):
+        r = bench_grammar(name, vocab, env.tokenizer, args.rows, args.threads, args.steps)
+        last = r["mask"]
+        s, b = r["seq"], r["bat"]
+        print(f"{name:12} {np.median(s) * 1e3:12.2f} {np.median(b) * 1e3:14.2f} {s.sum() * 1e3:13.1f} "
+              f"{b.sum() * 1e3:15.1f} {s.sum() / b.sum():7.2f}x {r['nodes']:15.0f} "
+              f"{r['seq_cores']:10.2f}/{r['bat_cores']:.2f}")
+    print(f"\n(load average {os.getloadavg()[0]:.2f} at the end; masks identical at every step)")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return
+    t = bench_apply(last, len(vocab))
+    print(f"\napply_token_bitmask_inplace on ({args.rows}, {len(vocab)}) float32 logits, median of 20:")
+    print(f"  backend cpu (fused numba) {t['cpu'] * 1e3:.3f} ms   backend torch {t['torch'] * 1e3:.3f} ms   "
+          f"torch/cpu {t['torch'] / t['cpu']:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
