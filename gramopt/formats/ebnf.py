@@ -52,6 +52,7 @@ from typing import Iterable
 from .regex_macro import RegexMacroError, regex_to_expr
 from ..grammar import (Alt, CharClass, Epsilon, Expr, Grammar, GrammarError, Literal, Ref, Regex,
                        Repeat, Rule, Seq, SourcePos, Terminal, alt, rename_refs, seq)
+from ..grammar.tag_dispatch import TagDispatch, lower_tag_dispatch
 
 DIALECTS = ("gbnf", "ebnf")
 START = "root"
@@ -205,6 +206,9 @@ class _Lexer:
                     i = self.regex_macro(i, j)
                     continue
                 if self.dialect == "ebnf" and word in _XGRAMMAR_RESERVED and text[j:].lstrip(" \t").startswith("("):
+                    if word == "TagDispatch":
+                        i = self.tag_dispatch(i, j)
+                        continue
                     raise self.src.error(f"xgrammar's macro {word}(...) is not supported by gramopt", i)
                 i = self.emit("dot", None, i, j) if word == "." else self.emit("name", word, i, j)
             else:
@@ -367,6 +371,92 @@ class _Lexer:
             raise self.src.error("unterminated escape at the end of the line", i)
         raise self.src.error(f"bad escape '\\{e}'", i)
 
+    # ------------------------------------------------------------ macros
+    def tag_dispatch(self, start: int, i: int) -> int:
+        """``TagDispatch(("trigger", rule), ..., loop_after_dispatch=true, excludes=("s", ...))``
+        (xgrammar 0.2.8's arguments; it may span lines) as one token whose value is
+        ``(TagDispatch, [(rule name, offset), ...])``; lowered by the parser."""
+        text, n = self.text, len(self.text)
+
+        def skip(k: int) -> int:
+            while k < n and text[k] in " \t\r\n":
+                k += 1
+            return k
+
+        def expect(k: int, c: str, what: str) -> int:
+            k = skip(k)
+            if not text.startswith(c, k):
+                got = _show_char(text[k]) if k < n else "end of input"
+                raise self.src.error(f"TagDispatch: expected {what}, got {got}", k)
+            return k + 1
+
+        def string(k: int) -> tuple[str, int]:
+            k = skip(k)
+            if k >= n or text[k] != '"':
+                raise self.src.error("TagDispatch: expected a string", k)
+            end = self.string(k)
+            return str(self.tokens.pop().value), end
+
+        def name(k: int) -> tuple[str, int]:
+            k = skip(k)
+            j = self.name_re.match(text, k).end()
+            if j == k:
+                raise self.src.error("TagDispatch: expected a name", k)
+            return text[k:j], j
+
+        tags: list[tuple[str, str]] = []
+        refs: list[tuple[str, int]] = []
+        loop, excludes = True, ()
+        k = expect(i, "(", "'('")
+        while True:
+            k = skip(k)
+            if text.startswith(")", k):
+                k += 1
+                break
+            if text.startswith("(", k):
+                trigger, k = string(k + 1)
+                k = expect(k, ",", "',' after the trigger")
+                at = skip(k)
+                rule, k = name(k)
+                refs.append((rule, at))
+                k = expect(k, ")", "')' after the rule name")
+                tags.append((trigger, rule))
+            else:
+                at = k
+                key, k = name(k)
+                k = expect(k, "=", f"'=' after '{key}'")
+                if key == "loop_after_dispatch":
+                    value, k = name(k)
+                    if value not in ("true", "false"):
+                        raise self.src.error("TagDispatch: loop_after_dispatch is true or false", skip(k) - len(value))
+                    loop = value == "true"
+                elif key == "excludes":
+                    k = expect(k, "(", "'(' after 'excludes='")
+                    items: list[str] = []
+                    while not text.startswith(")", skip(k)):
+                        s, k = string(k)
+                        items.append(s)
+                        if text.startswith(",", skip(k)):
+                            k = skip(k) + 1
+                    k = skip(k) + 1
+                    excludes = tuple(items)
+                else:
+                    raise self.src.error(f"TagDispatch argument '{key}' is not supported (xgrammar 0.2.8 "
+                                         "takes loop_after_dispatch and excludes)", at)
+            k = skip(k)
+            if text.startswith(",", k):
+                k += 1
+            elif not text.startswith(")", k):
+                got = _show_char(text[k]) if k < n else "end of input"
+                raise self.src.error(f"TagDispatch: expected ',' or ')', got {got}", k)
+        td = TagDispatch(tuple(tags), loop, excludes)
+        why = td.problem()
+        if why:
+            raise self.src.error(why, start)
+        self.emit("tagdispatch", (td, refs), start, k)
+        self.last_line = self.src.line(k - 1)
+        return k
+
     def bounds(self, start: int) -> int:
         """``{m}``, ``{m,}``, ``{m,n}`` and (EBNF) ``{m,-1}``, spaces allowed inside."""
         text, n = self.text, len(self.text)
@@ -434,6 +524,8 @@ class _Parser:
         self.src, self.toks, self.dialect = src, tokens, dialect
         self.k = 0
         self.refs: list[tuple[str, int]] = []  # (name, offset) of every reference, in order
+        self.dispatches: list[tuple[str, str, TagDispatch]] = []  # (rule, placeholder, macro)
+        self.rule_name = ""
 
     @property
     def tok(self) -> Token:
@@ -456,6 +548,7 @@ class _Parser:
         if not name.first_on_line:
             raise self.error(f"rule '{name.value}' must start on a new line", name)
         self.k += 2
+        self.rule_name = str(name.value)
         body = self.alternatives(0)
         lookahead = None
         if self.tok.kind == "(=":
@@ -532,6 +625,13 @@ class _Parser:
             expr = self.alternatives(depth + 1)
             self.close(tok)
             return expr
+        if tok.kind == "tagdispatch":
+            td, refs = tok.value
+            self.refs.extend(refs)
+            self.k += 1
+            placeholder = f"{self.rule_name}\0tag_dispatch\0{len(self.dispatches)}"
+            self.dispatches.append((self.rule_name, placeholder, td))
+            return Ref(placeholder)
         if tok.kind == "(=":
             raise self.error("a lookahead assertion '(= ...)' may only end a rule body")
         if tok.kind in ("*", "+", "?", "{}"):
@@ -579,7 +679,50 @@ def parse_ebnf(text: str, dialect: str = "ebnf") -> Grammar:
     header, notes = attach_comments(comments, spans)
     rules = [replace(r, comment=c) for r, c in zip(rules, notes)]
     check_names(rules, parser.refs, src)
+    if parser.dispatches:
+        rules = _lower_dispatches(rules, parser.dispatches)
     return Grammar(tuple(rules), START, dialect=dialect, header=header).check()
+
+
+def _lower_dispatches(rules: list[Rule], dispatches) -> list[Rule]:
+    """Replace each TagDispatch placeholder by plain rules (grammar/tag_dispatch.py). A rule
+    whose whole body is the macro becomes its start state; a macro inside a larger body
+    gets a rule of its own, ``<rule>_tag_dispatch[_N]``, placed after the rule."""
+    taken = {r.name for r in rules}
+    mapping: dict[str, str] = {}
+    whole: dict[str, Rule] = {}
+    by_rule: dict[str, list[tuple[str, TagDispatch]]] = {}
+    for owner, ph, td in dispatches:
+        r = next(r for r in rules if r.name == owner)
+        if r.body == Ref(ph) and owner not in whole:
+            mapping[ph] = owner
+            whole[owner] = r
+        else:
+            base, n = f"{owner}_tag_dispatch", 1
+            name = base
+            while name in taken:
+                n += 1
+                name = f"{base}_{n}"
+            taken.add(name)
+            mapping[ph] = name
+        by_rule.setdefault(owner, []).append((ph, td))
+    for name in mapping.values():
+        taken.add(name)
+    out: list[Rule] = []
+    for r in rules:
+        body = rename_refs(r.body, mapping)
+        extra: list[Rule] = []
+        for ph, td in by_rule.get(r.name, ()):
+            lowered = lower_tag_dispatch(mapping[ph], td, taken)
+            taken.update(x.name for x in lowered)
+            if mapping[ph] == r.name:
+                body = lowered[0].body
+                extra.extend(lowered[1:])
+            else:
+                extra.extend(lowered)
+        out.append(replace(r, body=body))
+        out.extend(extra)
+    return out
 
 
 def check_names(rules: list[Rule], refs: Iterable[tuple[str, int]], src: Source) -> None:
