@@ -45,7 +45,8 @@ from .grammar import Rule
 @dataclass(frozen=True)
 class TagDispatch:
     """``tags``: (trigger, rule name) pairs in order; ``loop``: xgrammar's
-    ``loop_after_dispatch``; ``excludes``: strings the free text must not contain."""
+    ``loop_after_dispatch``; ``excludes``: strings the free text must not contain. With no
+    tags it is free text alone (xgrammar's ``any_text`` with excludes)."""
 
     tags: tuple[tuple[str, str], ...]
     loop: bool = True
@@ -53,8 +54,6 @@ class TagDispatch:
 
     def problem(self) -> str | None:
         """Why this dispatch cannot be lowered (None when it can)."""
-        if not self.tags:
-            return "TagDispatch needs at least one (trigger, rule) pair"
         pats = [t for t, _ in self.tags] + list(self.excludes)
         for p in pats:
             if not p:
