@@ -1,5 +1,10 @@
 """A JSON Schema subset → grammar IR, in xgrammar 0.2.8's language for it (strict mode).
 
+Used for the ``json_schema`` contents of structural tags (structural_tag.py), so that a
+tool-call format reads without an engine installed. A whole schema given to ``gramopt
+optimize`` goes through the target engine's own converter instead (engines/jsonschema.py):
+this subset is the small, tested part whose language is known to equal xgrammar's.
+
     rules = JsonSchemaRules(names).value(schema)   # -> Expr; rules in .rules
 
 What is read (anything else is a ``GrammarError`` naming the keyword, never a guess):
