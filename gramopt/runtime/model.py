@@ -109,6 +109,14 @@ class TinyCausalLM(nn.Module):
 
     @torch.no_grad()
     def forward(self, input_ids: torch.Tensor, past: KVCache) -> torch.Tensor:
+        return self._head(self._hidden(input_ids, past)[:, -1])
+
+    def sequence_logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Next-token logits after every position, (batch, t, V), from an empty cache; keeps the
+        autograd graph (training, and speculative verification of several drafted tokens)."""
+        return self._head(self._hidden(input_ids, self.new_cache(input_ids.shape[0])))
+
+    def _hidden(self, input_ids: torch.Tensor, past: KVCache) -> torch.Tensor:
         start = past.length
         t = input_ids.shape[1]
         if start + t > self.max_len:
@@ -117,7 +125,9 @@ class TinyCausalLM(nn.Module):
         x = self.embed(input_ids) + self.pos(pos)
         for i, blk in enumerate(self.blocks):
             x = blk(x, past, i, start)
-        h = self.ln_f(x[:, -1])
+        return self.ln_f(x)
+
+    def _head(self, h: torch.Tensor) -> torch.Tensor:
         # tied output layer, scaled so random weights give peaked (not uniform) distributions
         logits = (h @ self.embed.weight.T) * (self.scale / math.sqrt(h.shape[-1]))
         return logits + self.prior
