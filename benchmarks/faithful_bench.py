@@ -74,7 +74,7 @@ def tv_section(title, setting, methods, n_of, seed, depth=True):
     for name, est, law_ok in methods:
         n = n_of(name)
         t0 = time.perf_counter()
-        s = decode(setting["model"], setting["new_matcher"], n=n, estimator=est, bos=setting["bos"],
+        s = decode(setting["model"], setting["new_matcher"], n=n, faithful=est, bos=setting["bos"],
                    eos_ids=vocab.eos_ids, max_tokens=setting["max_tokens"], seed=seed + 1)
         wall = time.perf_counter() - t0
         texts = s.texts(vocab)
@@ -113,7 +113,7 @@ def overhead_section(setting, big, rounds, per_round, seed):
         tot = {n: [0.0, 0.0, 0] for n, _ in ests}  # seconds, phi seconds, tokens
         for r in range(rounds):
             for name, est in ests:
-                s = decode(model, setting["new_matcher"], n=per_round, estimator=est, bos=setting["bos"],
+                s = decode(model, setting["new_matcher"], n=per_round, faithful=est, bos=setting["bos"],
                            eos_ids=vocab.eos_ids, max_tokens=setting["max_tokens"], seed=seed + r, batch=1)
                 tot[name][0] += s.seconds
                 tot[name][1] += s.phi_s

@@ -36,7 +36,7 @@ class Setting:
         return Matcher(self.grammar, self.vocab)
 
     def decode(self, estimator, n, seed=0, **kw):
-        return decode(self.model, self.new_matcher, n=n, estimator=estimator, bos=self.bos, eos_ids=self.eos,
+        return decode(self.model, self.new_matcher, n=n, faithful=estimator, bos=self.bos, eos_ids=self.eos,
                       max_tokens=self.max_tokens, seed=seed, **kw)
 
 
@@ -218,3 +218,11 @@ def test_speculative_against_the_masked_target_keeps_its_bias(dyck, draft):
     texts = out.texts(dyck.vocab)
     assert chi_square(texts, proj)[2] > 0.01
     assert bootstrap_tv(texts, dyck.target)[1] > 0.2
+
+
+def test_decode_takes_the_estimator_by_name(dyck):
+    by_name = dyck.decode("exact", 100, seed=3)
+    assert by_name.tokens == dyck.decode(Exact(dyck.tree), 100, seed=3).tokens
+    assert dyck.decode("none", 50, seed=3).tokens == dyck.decode(Uniform(), 50, seed=3).tokens
+    with pytest.raises(ValueError):
+        dyck.decode("bogus", 1)

@@ -1,11 +1,12 @@
 """The faithful decoding loop: model forward, grammar mask, Φ reweighting, sampling.
 
-    samples = decode(model, lambda: Matcher(grammar, vocab), n=1000, estimator=OneStep(),
+    samples = decode(model, lambda: Matcher(grammar, vocab), n=1000, faithful="onestep",
                      bos=bos, eos_ids=vocab.eos_ids, max_tokens=32, seed=0)
 
 Rows decode in batches (one forward pass per step for the batch, KV cache); per row and step
 the matcher's mask gives the candidates, the estimator Φ̂, and the token is drawn from
-p · Φ̂ over the candidates (estimator.py). With ``Uniform`` this is the masked sampler. A row
+p · Φ̂ over the candidates (estimator.py). ``faithful`` is an estimator or its name
+(registry.py: "none"/"uniform", "onestep", "mc", "exact"); "none" is the masked sampler. A row
 ends when it samples a stop token (``eos``), when its mask allows nothing (``dead``) or when
 ``max_tokens`` tokens were sampled and the text is not in the language (``budget``). The
 matchers are rolled back afterwards, so the same ones serve every batch.
@@ -23,6 +24,7 @@ import numpy as np
 import torch
 
 from .estimator import Step, allowed_tokens, draw, reweight
+from .registry import make_estimator
 
 
 @dataclass
@@ -58,11 +60,15 @@ def candidates(matcher, n_vocab: int, buf, n_prefix: int, max_tokens: int, eos) 
     return cand[np.isin(cand, eos)] if n_prefix >= max_tokens else cand
 
 
-def decode(model, new_matcher, *, n: int, estimator, bos: int, eos_ids, max_tokens: int,
+def decode(model, new_matcher, *, n: int, faithful="none", bos: int, eos_ids, max_tokens: int,
            temperature: float = 1.0, seed: int = 0, batch: int = 64) -> Samples:
     """``n`` strings sampled from p · Φ̂ under the grammar (module docstring). ``new_matcher()``
     returns a matcher at the empty prefix."""
     eos = tuple(int(e) for e in eos_ids)
+    if isinstance(faithful, str):
+        faithful = make_estimator(faithful, model=model, new_matcher=new_matcher, bos=bos, eos_ids=eos,
+                                  max_tokens=max_tokens, temperature=temperature, seed=seed)
+    estimator = faithful
     rng = np.random.default_rng(seed)
     V = model.vocab_size
     buf = np.zeros((V + 31) // 32, np.int32)
