@@ -170,3 +170,17 @@ def test_mask_cache_hits_inside_a_string(qwen):
         assert m.accept_bytes(piece) and w.accept_bytes(piece)
         assert allowed(m) == allowed(w)
         assert m.last_counters.trie_nodes == 0
+
+
+def test_token_classes_shared_across_grammars():
+    """A state whose reachable sub-network another grammar has too takes its classes from
+    the shared cache (by signature), and the masks stay the oracle's."""
+    from gramopt.grammar import Literal, Ref, Repeat, Rule, Grammar, alt, seq, CharClass
+    digits = Repeat(CharClass(((ord("0"), ord("9")),)), 1, None)
+    s1 = Grammar((Rule("root", seq(Literal("("), Ref("N"), Literal(")"))), Rule("N", digits)), "root")
+    s2 = Grammar((Rule("root", alt(seq(Literal("-"), Ref("Num")), Literal("a"))), Rule("Num", digits)), "root")
+    v = small_vocab()
+    Matcher(s1, v, precompute=True)
+    m2 = Matcher(s2, v, precompute=True)
+    assert m2.table.shared_hits >= 1
+    check_masks(s2, v, TEXTS + [b"-1", b"-12", b"-121"])

@@ -35,6 +35,7 @@ Invariants of the arrays (all int32, states numbered rule by rule):
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -224,11 +225,26 @@ def _determinize(nfa: _NFA, start: int, end: int) -> _DFA:
     return _DFA(final, byt, refs)
 
 
+_DFA_CACHE: "OrderedDict[Expr, _DFA]" = OrderedDict()
+_DFA_CACHE_SIZE = 8192
+
+
 def _rule_dfa(body: Expr) -> _DFA:
-    nfa = _NFA()
-    s, t = nfa.new(), nfa.new()
-    nfa.build(body, s, t)
-    return _determinize(nfa, s, t)
+    """The rule body's automaton (a fresh shallow copy: compile_grammar reassigns its edge
+    lists while trimming). Cached across grammars by the body (an immutable expression: a
+    rule body means the same automaton in every grammar; references are by name)."""
+    d = _DFA_CACHE.get(body)
+    if d is None:
+        nfa = _NFA()
+        s, t = nfa.new(), nfa.new()
+        nfa.build(body, s, t)
+        d = _determinize(nfa, s, t)
+        _DFA_CACHE[body] = d
+        while len(_DFA_CACHE) > _DFA_CACHE_SIZE:
+            _DFA_CACHE.popitem(last=False)
+    else:
+        _DFA_CACHE.move_to_end(body)
+    return _DFA(d.final, d.bytes, d.refs)
 
 
 # ---------------------------------------------------------------- whole grammar

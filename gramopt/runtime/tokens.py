@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 
@@ -26,6 +28,12 @@ from . import earley as K
 from .chart import Chart
 from .compile import CompiledGrammar, HAS_OUT
 from .vocab import Vocab
+
+
+# Token classes shared across grammars (JIT cache): per vocabulary, signature of the
+# sub-network reachable from a state -> (AW row, U entries). Bounded, least recently used.
+CLASS_CACHE_SIZE = 1024
+_CLASS_CACHE: "weakref.WeakKeyDictionary[Vocab, OrderedDict]" = weakref.WeakKeyDictionary()
 
 
 class StateClasses:
@@ -92,6 +100,8 @@ class TokenTable:
         self.seconds = 0.0
         self.trie_nodes = 0
         self._lock = threading.Lock()  # matchers of one table may fill masks in threads
+        self._runs: dict[int, tuple] = {}  # byte-edge runs per state (signatures)
+        self.shared_hits = 0  # classes taken from another table (same vocabulary)
 
     def _pools(self) -> tuple:
         return (self.cls_id, self.aw_pool, self.ent_start, self.ent_node, self.ent_kind, self.ent_skip)
@@ -106,7 +116,62 @@ class TokenTable:
                     self.classes[q] = c
         return c
 
+    def _signature(self, q: int, limit: int = 48) -> tuple | None:
+        """What q's classes depend on, as a value equal across grammars: the recursive
+        transition network reachable from q (q's rule from q, every rule it references,
+        transitively), states numbered in discovery order: per state its flags, byte
+        edges as runs, rule edges (start of the rule, target) and its rule (the start of
+        the rule, -1 for q's own). Equal signatures mean isomorphic networks, hence equal
+        Earley runs from (q, 0) and equal classes. None when more than ``limit`` states
+        are reachable (hashing would cost more than classifying)."""
+        cg = self.cg
+        bn, flags, rs, rr, rt = cg.byte_next, cg.flags, cg.ref_start, cg.ref_rule, cg.ref_target
+        state_rule, rule_start = cg.state_rule, cg.rule_start
+        own = int(state_rule[q])
+        local = {q: 0}
+        order = [q]
+
+        def loc(x: int) -> int:
+            k = local.get(x)
+            if k is None:
+                k = local[x] = len(order)
+                order.append(x)
+            return k
+
+        parts = []
+        i = 0
+        while i < len(order):
+            if i >= limit:
+                return None
+            x = order[i]
+            i += 1
+            runs = self._runs.get(x)
+            if runs is None:
+                row = bn[x * 256:(x + 1) * 256]
+                starts = np.concatenate(([0], np.flatnonzero(row[1:] != row[:-1]) + 1)).tolist()
+                runs = self._runs[x] = tuple((a, int(row[a])) for a in starts if row[a] >= 0)
+            r = int(state_rule[x])
+            parts.append((int(flags[x]), tuple((a, loc(t)) for a, t in runs),
+                          tuple((loc(int(rule_start[rr[k]])), loc(int(rt[k]))) for k in range(rs[x], rs[x + 1])),
+                          -1 if r == own else loc(int(rule_start[r]))))
+        return tuple(parts)
+
     def _classify(self, q: int) -> StateClasses:
+        sig = self._signature(q)
+        shared = _CLASS_CACHE.setdefault(self.vocab, OrderedDict()) if sig is not None else None
+        hit = shared.get(sig) if shared is not None else None
+        if hit is not None:
+            shared.move_to_end(sig)
+            self.shared_hits += 1
+            return self._store(q, *hit)
+        c = self._classify_now(q)
+        if shared is not None:
+            shared[sig] = (c.aw.copy(), c.ent_node.copy(), c.ent_kind.copy(), c.ent_skip.copy())
+            while len(shared) > CLASS_CACHE_SIZE:
+                shared.popitem(last=False)
+        return c
+
+    def _classify_now(self, q: int) -> StateClasses:
         t0 = time.perf_counter()
         aw = np.zeros(self.vocab.n_words, np.uint32)
         before = int(self.chart.counters[K.C_TRIE])
