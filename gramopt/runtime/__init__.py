@@ -12,6 +12,15 @@ and imported only when used). Serving: batch (BatchMatcher: many rows' masks on 
 pool), jump_forward (forced text), limits (chart caps, RuntimeLimitError), kernels
 (apply_token_bitmask_inplace, one backend per file). Stands on gramopt.grammar alone;
 never imports egglog.
+
+Speed, all exact (masks equal the plain algorithm's, ``Matcher(mode="walk")``):
+  * JIT: ``Matcher()`` builds the automata only; a state's token classes are built when
+    a mask first meets it, shared across grammars by the signature of the sub-network
+    reachable from it (tokens.py); ``precompute=True`` is the ahead-of-time warm-up;
+  * the set automaton (earley.memo_*): a mask walk hash-conses Earley sets by kernel, so
+    inside a regular stretch (identifier, number, free text) a trie node is one lookup;
+  * the mask cache (earley.fill_mask): committed sets named by content, so a set met
+    again (the next byte of a string) gets its mask copied.
 """
 
 from .batch import BatchMatcher
