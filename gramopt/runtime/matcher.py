@@ -63,18 +63,13 @@ def _entry(kernel, args):
     """The compiled entry point of a numba kernel for ``args``' types, skipping the
     dispatcher's per-call type matching (~3 µs for a chart tuple of 30 arrays). The types
     of a mask call do not change within a process (fixed dtypes and layouts), so it is
-    looked up once; any other type combination goes to the dispatcher."""
-    key = (kernel, buf_layout(args[4]))
-    ep = _ENTRIES.get(key)
+    looked up once (the mask buffer is always a C-contiguous uint32 vector here)."""
+    ep = _ENTRIES.get(kernel)
     if ep is None:
         kernel(*args)  # compile or load for these types
         sig = tuple(kernel.typeof_pyval(a) for a in args)
-        ep = _ENTRIES[key] = kernel.overloads[sig].entry_point
+        ep = _ENTRIES[kernel] = kernel.overloads[sig].entry_point
     return ep
-
-
-def buf_layout(a) -> tuple:
-    return (a.dtype.str, a.ndim, a.flags.c_contiguous)
 
 
 _TABLES: "OrderedDict[tuple, TokenTable]" = OrderedDict()
@@ -252,7 +247,7 @@ class Matcher:
         return self._fill(self._buf)
 
     def _fill(self, buf: np.ndarray) -> np.ndarray:
-        """Write the mask into ``buf`` (uint32 words, at least ``vocab.n_words``)."""
+        """Write the mask into ``buf`` (a C-contiguous uint32 vector of at least ``vocab.n_words``)."""
         before = self.chart.counters.copy()
         if self._terminated or self.cg.empty_language:
             buf[:] = 0
