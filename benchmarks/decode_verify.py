@@ -50,6 +50,7 @@ def main() -> int:
     from gramopt.runtime import RuntimeGrammarError, Vocab
     from gramopt.runtime.decode import Sampling, resolve_device
     from gramopt.runtime.model import TinyCausalLM, prior_from_texts
+    from gramopt.engines import oracle_engines
     from gramopt.verify.lockstep import decode_check
 
     device = resolve_device(args.device)
@@ -76,7 +77,7 @@ def main() -> int:
         t = time.perf_counter()
         try:
             rep = decode_check(g, opt, vocab, model, steps=args.steps, seeds=args.seeds, batch=args.batch,
-                               sampling=Sampling(temperature=1.0, top_k=50), use_xgrammar=args.xgrammar,
+                               sampling=Sampling(temperature=1.0, top_k=50), engines=oracle_engines() if args.xgrammar else (),
                                min_tokens=32, measure=args.measure,
                                settings=dict(seeds=args.seeds, steps=args.steps, batch=args.batch,
                                              vocab=vocab.name, device=str(device), model="tiny",

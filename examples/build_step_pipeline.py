@@ -64,8 +64,8 @@ def main() -> int:
     import torch
     from gramopt.formats import read
     from gramopt.runtime import Matcher, Vocab
-    from gramopt.runtime.decode import (EngineGuide, GramoptEngine, Sampling, generate, resolve_device,
-                                        xgrammar_compile, xgrammar_engine)
+    from gramopt.engines import xgrammar as xgrammar_engine
+    from gramopt.runtime.decode import EngineGuide, GramoptEngine, Sampling, generate, resolve_device
     from gramopt.runtime.model import TinyCausalLM, prior_from_texts
     from gramopt.verify import Recognizer
 
@@ -80,8 +80,8 @@ def main() -> int:
         optimized = read(path)
         t = time.perf_counter()
         if args.engine == "xgrammar":
-            compiled = xgrammar_compile(optimized, vocab)
-            engines = [xgrammar_engine(compiled) for _ in range(args.requests)]
+            compiled = xgrammar_engine.compile_grammar(optimized, vocab)
+            engines = [xgrammar_engine.matcher(compiled) for _ in range(args.requests)]
         else:
             engines = [GramoptEngine(Matcher(optimized, vocab)) for _ in range(args.requests)]
         compile_s = time.perf_counter() - t

@@ -39,6 +39,7 @@ def main() -> int:
     from gramopt.runtime import Vocab
     from gramopt.runtime.decode import Sampling, resolve_device
     from gramopt.runtime.model import TinyCausalLM, prior_from_texts
+    from gramopt.engines import oracle_engines
     from gramopt.verify.lockstep import decode_check
 
     grammar = read(args.grammar)
@@ -57,6 +58,7 @@ def main() -> int:
                          token_prior=prior_from_texts(vocab, texts) if texts else None)
     report = decode_check(grammar, result.grammar, vocab, model, steps=args.steps, seeds=args.seeds,
                           batch=args.batch, sampling=Sampling(temperature=1.0, top_k=50), min_tokens=32,
+                          engines=oracle_engines(),
                           settings=dict(seeds=args.seeds, steps=args.steps, batch=args.batch,
                                         vocab=vocab.name, device=str(device), model="tiny seeded transformer",
                                         sampling="T=1.0 top-k=50"))

@@ -15,7 +15,7 @@ from .formats import parse, read, write
 from .grammar import Grammar, GrammarError, Rule
 from .summary import Analysis, analyze
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["Analysis", "Grammar", "GrammarError", "Rule", "analyze", "optimize", "parse", "read",
            "write", "__version__"]

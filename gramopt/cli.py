@@ -85,7 +85,7 @@ def _command_modules():
 
 
 def _version() -> str:
-    from . import __version__
+    from ._version import __version__
     return __version__
 
 

@@ -2,28 +2,30 @@
 
     from gramopt.passes import optimize
     result = optimize(grammar, target="generic", passes=None, limits=None, verify=True)
+    # target: a name in gramopt.targets.TARGETS, or a Target record
     result.grammar, result.report.format(), result.report.to_json()
 
 The default pipeline (``DEFAULT_PASSES``) reads top to bottom::
 
     cleanup     the IR clean-ups of gramopt/rewrites/cleanup (when present)
     saturate    lower into the e-graph, saturate every rewrite family, extract for the target
-    inline      inline non-start rules where the exact κ says it pays
-    target      engine fix-ups (gramopt.targets; xgrammar: star rules, FOLLOW lookaheads,
+    inline      inline non-start rules as the target's inlining policy says
+    target      the target's fix-ups (gramopt.targets; xgrammar: star rules, FOLLOW lookaheads,
                 a root that rules reference delegates)
 
 Any pass runs alone: ``passes=["delegation", "inline"]``. The e-graph passes
 "delegation", "recursion", "alternation", "repetition", "sequence" saturate with one family
 only; "saturate" with all. An e-graph pass whose output has a larger κ than its input is
 reverted when its objective (``objective``: κ + SAC-proxy, plus a cost per recursive
-reference for engine targets) grew, except for target llama.cpp, where removing left
-recursion may cost states: κ can grow only where an ambiguity or (for an engine) a
-recursion goes away.
+reference for engine targets, ``costmodels.objective``) grew, except for a target without
+left recursion (llama.cpp), where removing it may cost states: κ can grow only where an
+ambiguity or (for an engine) a recursion goes away.
 
-For target llguidance the result is also checked in llguidance itself (``engine-check``:
-its masks along random sentences, ``targets/llguidance.py``), because its greedy lexer can
-accept less than the language, depending on the form; on a difference the e-graph passes'
-output is dropped.
+Every difference between targets is a field of its ``Target`` record (``gramopt.targets``);
+nothing here compares target names. A target with an ``engine_check`` (llguidance: its masks
+along random sentences, ``engines/llguidance.py``, because its greedy lexer can accept less
+than the language, depending on the form) has the result checked in the engine itself; on a
+difference the e-graph passes' output is dropped.
 
 With ``verify=True`` the output is checked against the input with
 ``gramopt.verify.check_equivalence``; on a difference the passes are replayed one at a time
@@ -38,13 +40,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from . import targets
 from .costmodels import kappa, sac_proxy
-from .egraph import TARGETS, ExtractionError, Extractor, GrammarEGraph, Limits, Runner
-from .egraph.extract import W_RECURSION
+from .costmodels.objective import objective as _objective
+from .egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner
 from .grammar import Grammar
-from .grammar.analysis import recursive_references
 from .rewrites import FAMILIES, rules as rewrite_rules
+from .rewrites.cleanup import PASSES as CLEANUPS
 from .rewrites.inline import inline_rules, is_leaf, rule_kappa
+from .targets import INLINE_LEAVES, INLINE_NONE, Target
 
 DEFAULT_PASSES = ("cleanup", "saturate", "inline", "target")
 
@@ -131,7 +135,7 @@ class Result:
 
 @dataclass
 class PassContext:
-    target: str = "generic"
+    target: Target = field(default_factory=lambda: targets.get(targets.DEFAULT))
     limits: Limits = field(default_factory=Limits)
 
 
@@ -141,29 +145,11 @@ PassFn = Callable[[Grammar, PassContext, PassReport], Grammar]
 # ---------------------------------------------------------------- the passes
 
 
-def _cleanup_passes() -> dict:
-    try:
-        from .rewrites.cleanup import PASSES as CLEANUPS
-    except ImportError:  # pragma: no cover - the clean-ups not landed
-        return {}
-    return dict(CLEANUPS)
-
-
-# Clean-ups a target does without. xgrammar: factoring a common prefix or suffix out of
-# alternatives nests the rest in a group, which xgrammar compiles as a rule of its own, so a
-# flat alternative gets a rule boundary in its middle; measured on xgrammar's built-in JSON
-# (`A elements_rest ws "]" | B elements_rest ws "]"` → `(A | B) elements_rest ws "]"`):
-# p50 5.4 → 6.6 µs per mask with factoring, 5.4 without.
-CLEANUPS_SKIPPED = {"xgrammar": ("factoring",)}
-
-
 def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
-    cleanups = _cleanup_passes()
-    if not cleanups:
-        rep.notes.append("cleanup passes not available")
-    for name in CLEANUPS_SKIPPED.get(ctx.target, ()):
+    cleanups = dict(CLEANUPS)
+    for name in ctx.target.skips_cleanups:  # e.g. xgrammar: no factoring (targets/__init__.py)
         if cleanups.pop(name, None) is not None:
-            rep.notes.append(f"{ctx.target}: no {name}")
+            rep.notes.append(f"{ctx.target.name}: no {name}")
     for _ in range(16):  # rounds to a fixpoint, as cleanup.simplify does
         start = g
         for n, fn in cleanups.items():
@@ -178,7 +164,7 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
 
 def _one_cleanup(name: str) -> PassFn:
     def run(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
-        out = _cleanup_passes()[name](g)
+        out = CLEANUPS[name](g)
         if out != g:
             rep.fired[name] = 1
         return out
@@ -194,40 +180,45 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
         rep.fired.update(rr.fired)
         if rr.stop_reason.value != "saturated":
             rep.notes.append(f"stopped: {rr.stop_reason.value}")
+        t = ctx.target
         try:
-            ex = Extractor(eg, ctx.target).extract()
+            ex = Extractor(eg, recursion_penalty=t.recursion_penalty, left_recursion=t.left_recursion,
+                           weights=_node_weights(t)).extract()
         except ExtractionError as e:
             rep.notes.append(f"extraction failed ({e}); input kept")
             return g
-        if ex.relaxed:
-            rep.notes.append("input has unguarded recursion: relaxed extraction")
         return ex.grammar
     return run
 
 
+def _node_weights(t: Target) -> dict | None:
+    """The extractor's node weights for ``t``: its engine's calibrated model, if any."""
+    if t.calibrated_engine is None:
+        return None
+    from .costmodels.calibration import engine_node_weights
+    return engine_node_weights(t.calibrated_engine)
+
+
 def _inline(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
-    if ctx.target == "llguidance":
-        # Measured (gramopt bench): inlining `item ::= "- " [^\n]+ "\n"` into
-        # `root ::= item+` made llguidance's masks 250x slower; its rules are its lexer's
-        # boundaries. Pass-through and duplicate rules are merged by the other passes.
-        rep.notes.append("llguidance: rules kept")
+    if ctx.target.inlining == INLINE_NONE:
+        # (llguidance: its rules are its lexer's boundaries; pass-through and duplicate rules
+        # are merged by the other passes)
+        rep.notes.append(f"{ctx.target.name}: rules kept")
         return g
-    # gramopt's Earley runtime: leaf rules inline whatever κ says (see ``is_leaf``)
-    out, names = inline_rules(g, always=is_leaf if ctx.target == "earley" else None)
+    out, names = inline_rules(g, always=is_leaf if ctx.target.inlining == INLINE_LEAVES else None)
     if names:
         rep.fired["inline"] = len(names)
     return out
 
 
 def _target(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
-    """The engine's own fix-ups (``gramopt.targets``), each language-preserving."""
-    from .targets import apply
-    return apply(g, ctx.target, rep.notes, rep.fired)
+    """The target's own fix-ups (``gramopt.targets``), each language-preserving."""
+    return ctx.target.apply_fixups(g, rep.notes, rep.fired)
 
 
 PASSES: dict[str, PassFn] = {
     "cleanup": _cleanup,
-    **{f"cleanup-{n}": _one_cleanup(n) for n in _cleanup_passes()},
+    **{f"cleanup-{n}": _one_cleanup(n) for n in CLEANUPS},
     "saturate": _egraph_pass(None),
     **{fam: _egraph_pass([fam]) for fam in FAMILIES},
     "inline": _inline,
@@ -240,16 +231,14 @@ class PassManager:
     """Runs named passes in order, one ``PassReport`` each; ``callback(name, grammar)``
     is called after every pass (to dump the IR)."""
 
-    def __init__(self, passes=None, target: str = "generic", limits: Limits | None = None,
+    def __init__(self, passes=None, target: "str | Target" = targets.DEFAULT, limits: Limits | None = None,
                  callback: Callable[[str, Grammar], None] | None = None):
         names = list(DEFAULT_PASSES if passes is None else passes)
         unknown = [n for n in names if n not in PASSES]
         if unknown:
             raise ValueError(f"unknown pass(es) {', '.join(unknown)} (known: {', '.join(PASSES)})")
-        if target not in TARGETS:
-            raise ValueError(f"unknown target '{target}' (known: {', '.join(TARGETS)})")
         self.names = names
-        self.ctx = PassContext(target, limits or Limits())
+        self.ctx = PassContext(targets.get(target), limits or Limits())
         self.callback = callback
 
     def run_pass(self, name: str, g: Grammar) -> tuple[Grammar, PassReport]:
@@ -258,7 +247,7 @@ class PassManager:
         rep = PassReport(name, k0, k0, len(g.rules), len(g.rules), 0.0)
         out = PASSES[name](g, self.ctx, rep)
         k1 = _kappa(out)
-        if name in EGRAPH_PASSES and self.ctx.target != "llama.cpp" and out is not g:
+        if name in EGRAPH_PASSES and self.ctx.target.reverts_costlier_passes and out is not g:
             before, after = objective(g, self.ctx.target, k0), objective(out, self.ctx.target, k1)
             if after > before:
                 rep.notes.append(f"reverted (objective {before:g}→{after:g})")
@@ -279,15 +268,10 @@ class PassManager:
         return g, reports
 
 
-def objective(g: Grammar, target: str, k: int | None = None) -> float:
-    """What an e-graph pass must not make worse: κ + SAC-proxy, and for an engine target
-    also ``W_RECURSION`` per recursive reference (the extractor's own penalty, see
-    ``egraph/extract.py``): `B ::= [^<] B | "</t>"` → `[^<]* "</t>"` costs κ but
-    removes a recursion every engine runs per character."""
-    cost = (_kappa(g) if k is None else k) + sac_proxy(g)
-    if target != "generic":
-        cost += W_RECURSION * recursive_references(g)
-    return cost
+def objective(g: Grammar, target: "str | Target", k: int | None = None) -> float:
+    """What an e-graph pass must not make worse (``costmodels.objective``), with the
+    target's recursion penalty (the extractor's own)."""
+    return _objective(g, targets.get(target).recursion_penalty, _kappa(g) if k is None else k)
 
 
 def _kappa(g: Grammar) -> int:
@@ -296,15 +280,7 @@ def _kappa(g: Grammar) -> int:
     return 1 + sum(rule_kappa(r, g.dialect) for r in g.rules)
 
 
-def _checker():
-    try:
-        from .verify import check_equivalence
-    except ImportError:
-        return None
-    return check_equivalence
-
-
-def optimize(grammar: Grammar, target: str = "generic", passes=None, limits: Limits | None = None,
+def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=None, limits: Limits | None = None,
              verify: bool = True, callback=None) -> Result:
     """Optimize ``grammar`` for ``target`` (see the module docstring)."""
     t0 = time.perf_counter()
@@ -318,17 +294,15 @@ def optimize(grammar: Grammar, target: str = "generic", passes=None, limits: Lim
             p.name = f"{p.name}#{round_}"
         reports += more
         out = again
-    if target == "llguidance" and out != grammar:
-        out = _llguidance_check(grammar, out, pm, reports)
+    if pm.ctx.target.engine_check is not None and out != grammar:
+        out = _engine_check(grammar, out, pm, reports)
     if out == grammar:
         out = grammar  # keep comments and positions when nothing changed
-    report = Report(target, reports, kappa(grammar), kappa(out), sac_proxy(grammar), sac_proxy(out),
+    report = Report(pm.ctx.target.name, reports, kappa(grammar), kappa(out), sac_proxy(grammar), sac_proxy(out),
                     len(grammar.rules), len(out.rules))
     if verify:
-        check = _checker()
-        if check is None:
-            report.verified = "unavailable"
-        elif out == grammar:
+        from .verify import check_equivalence as check
+        if out == grammar:
             report.verified = "ok"
         else:
             try:
@@ -351,29 +325,29 @@ def optimize(grammar: Grammar, target: str = "generic", passes=None, limits: Lim
     return Result(out, report)
 
 
-def _llguidance_check(grammar: Grammar, out: Grammar, pm: PassManager, reports: list) -> Grammar:
-    """Target llguidance: llguidance's own masks must not tell ``out`` from ``grammar``
-    (``targets/llguidance.py``: its greedy lexer accepts less than the language, and which
-    rules it lexes changes with the form). On a difference the passes run again without the
-    e-graph ones (no rule turns from recursive to regular); if that differs too, the input
-    is kept. The check's finding is the pass report's note."""
-    from .targets import llguidance as engine
+def _engine_check(grammar: Grammar, out: Grammar, pm: PassManager, reports: list) -> Grammar:
+    """A target with an engine check: the engine's own masks must not tell ``out`` from
+    ``grammar`` (llguidance, ``engines/llguidance.py``: its greedy lexer accepts less than
+    the language, and which rules it lexes changes with the form). On a difference the
+    passes run again without the e-graph ones (no rule turns from recursive to regular); if
+    that differs too, the input is kept. The check's finding is the pass report's note."""
+    check = pm.ctx.target.engine_check
     t = time.perf_counter()
     rep = PassReport("engine-check", _kappa(out), _kappa(out), len(out.rules), len(out.rules), 0.0)
     reports.append(rep)
-    if not engine.available():
-        rep.notes.append("llguidance not installed: engine check skipped")
-    elif grammar.dialect == "lark":
-        rep.notes.append("Lark grammar: engine check skipped (sentences are terminal sequences)")
+    why_not = None if check.available() else f"{check.name} not installed: engine check skipped"
+    why_not = why_not or check.why_not_checked(grammar)
+    if why_not:
+        rep.notes.append(why_not)
     else:
-        diff = engine.engine_difference(grammar, out)
+        diff = check.difference(grammar, out)
         if diff is None:
-            rep.notes.append("llguidance masks agree")
+            rep.notes.append(f"{check.name} masks agree")
         else:
-            rep.notes.append(f"llguidance differs {diff.describe()}")
+            rep.notes.append(f"{check.name} differs {diff.describe()}")
             safer = PassManager([n for n in pm.names if n not in EGRAPH_PASSES], pm.ctx.target, pm.ctx.limits)
             alt, _ = safer.run(grammar)
-            if alt != grammar and engine.engine_difference(grammar, alt) is None:
+            if alt != grammar and check.difference(grammar, alt) is None:
                 out = alt
                 rep.notes.append("kept the passes' output without the e-graph passes")
             else:

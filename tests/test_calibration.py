@@ -166,7 +166,7 @@ def test_extractor_engine_weights():
     recursion more than the κ it saves keeps the repetition."""
     src = 'root ::= [ab]*\n'
     generic = _extract(src)
-    assert generic == _extract(src, weights=None, target="generic")
+    assert generic == _extract(src, weights=None)
     heavy = dict(cal.generic_node_weights(), left_rec=50.0)
-    assert _extract(src, target="generic", weights=heavy) == 'root ::= [ab]*\n'
-    assert "root [ab]" in _extract(src, target="generic", weights=dict(cal.generic_node_weights()))
+    assert _extract(src, weights=heavy) == 'root ::= [ab]*\n'
+    assert "root [ab]" in _extract(src, weights=dict(cal.generic_node_weights()))

@@ -7,7 +7,7 @@ pytest.importorskip("llguidance")
 
 from gramopt.formats import parse, write  # noqa: E402
 from gramopt.passes import optimize  # noqa: E402
-from gramopt.targets.llguidance import engine_difference, sentences  # noqa: E402
+from gramopt.engines.llguidance import engine_difference, sentences  # noqa: E402
 
 # cm keeps a self-embedding recursion (a rule for llguidance); ce is regular
 NESTED = r'''root ::= "x" (cm | ce)

@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 
 from gramopt.cli import main  # noqa: E402
 from gramopt.formats import parse, read  # noqa: E402
+from gramopt.engines import oracle_engines  # noqa: E402
 from gramopt.passes import optimize  # noqa: E402
 from gramopt.runtime import Vocab  # noqa: E402
 from gramopt.runtime.decode import Sampling  # noqa: E402
@@ -24,11 +25,8 @@ from gramopt.runtime.model import TinyCausalLM, prior_from_texts  # noqa: E402
 from gramopt.verify.lockstep import (LockstepGuide, decode_check, lockstep,  # noqa: E402
                                      mask_difference)
 
-try:
-    import xgrammar  # noqa: F401
-    HAS_XGR = True
-except ImportError:
-    HAS_XGR = False
+XGR = oracle_engines()  # xgrammar as an independent oracle, when installed
+HAS_XGR = bool(XGR)
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
@@ -116,7 +114,7 @@ def test_planted_class_change_caught_at_first_step(bvocab, seed):
     text = ARITH_FILE.read_text()
     g, bad = parse(text, "gbnf"), parse(planted(text), "gbnf")
     res = lockstep(tiny(bvocab, seed), g, bad, bvocab, steps=16, seed=seed, batch=2,
-                   use_xgrammar=HAS_XGR)
+                   engines=XGR)
     m = res.mismatch
     assert m is not None and m.kind == "mask" and m.step == 0 and m.prefix == b""
     assert m.engine == "gramopt:optimized"
@@ -136,7 +134,7 @@ def test_planted_change_caught_on_qwen(qwen):
     text = ARITH_FILE.read_text()
     g, bad = parse(text, "gbnf"), parse(planted(text), "gbnf")
     res = lockstep(TinyCausalLM(len(qwen), seed=0), g, bad, qwen, steps=8, seed=0, batch=1,
-                   sampling=Sampling(top_k=50), use_xgrammar=HAS_XGR)
+                   sampling=Sampling(top_k=50), engines=XGR)
     m = res.mismatch
     assert m is not None and m.step == 0
     allowed_only = {qwen.token_bytes[t] for t in m.only_driver}
@@ -152,7 +150,7 @@ def test_optimized_corpus_grammar_no_mismatch_bytes(bvocab, grammars, name):
     g, opt = grammars[name]
     assert opt != g  # the optimizer changes both
     rep = decode_check(g, opt, bvocab, tiny(bvocab, 1), steps=64, seeds=3, batch=2,
-                       sampling=Sampling(temperature=1.5, top_k=20), use_xgrammar=HAS_XGR,
+                       sampling=Sampling(temperature=1.5, top_k=20), engines=XGR,
                        min_tokens=16, measure=False)
     assert len(rep.results) == 3
     assert all(r.mismatch is None for r in rep.results)
@@ -173,7 +171,7 @@ def test_optimized_corpus_grammar_no_mismatch_qwen(qwen, grammars, name):
     texts = [open(p, encoding="utf-8").read() for p in sorted(glob.glob(stem + ".sample*.txt"))]
     model = TinyCausalLM(len(qwen), seed=0, token_prior=prior_from_texts(qwen, texts) if texts else None)
     rep = decode_check(g, opt, qwen, model, steps=24, seeds=2, batch=1, sampling=Sampling(top_k=50),
-                       use_xgrammar=False, min_tokens=24, measure=False)
+                       engines=(), min_tokens=24, measure=False)
     assert rep.ok, [m.format(qwen) for m in rep.mismatches]
     assert rep.steps_checked("gramopt:optimized") >= 2 * 12
 
@@ -236,11 +234,11 @@ def test_cli_errors_are_one_line(files, capsys):
 def test_lockstep_on_cuda(bvocab, grammars):
     g, opt = grammars["json"]
     rep = decode_check(g, opt, bvocab, tiny(bvocab, 0, "cuda"), steps=64, seeds=2, batch=4,
-                       sampling=Sampling(top_k=20), use_xgrammar=False, measure=True)
+                       sampling=Sampling(top_k=20), engines=(), measure=True)
     assert rep.ok
     text = planted(ARITH_FILE.read_text())
     res = lockstep(tiny(bvocab, 0, "cuda"), grammars["arith"][0], parse(text, "gbnf"), bvocab, steps=8,
-                   use_xgrammar=False)
+                   engines=())
     assert res.mismatch is not None and res.mismatch.step == 0
 
 
@@ -270,7 +268,7 @@ def test_corpus_sweep(qwen, path):
     model = TinyCausalLM(len(qwen), seed=0)
     try:
         rep = decode_check(g, opt, qwen, model, steps=128, seeds=3, batch=1, sampling=Sampling(top_k=50),
-                           use_xgrammar=False, min_tokens=32, measure=False)
+                           engines=(), min_tokens=32, measure=False)
     except RuntimeGrammarError as e:
         pytest.skip(f"the byte runtime does not compile it: {e}")
     assert all(r.mismatch is None for r in rep.results), [m.format(qwen) for m in rep.mismatches]

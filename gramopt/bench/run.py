@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .engines import DRIVERS, ENGINES, TARGET_OF, EngineError, Env, percentiles
+from .engines import DRIVERS, ENGINES, TARGET_OF, EngineError, Env, TokenizeError, percentiles
 from .suites import Case
 
 SCHEMA = 2
@@ -194,7 +194,7 @@ def measure_case(case: Case, opts: Options, env: Env | None = None) -> dict:
     for s in case.samples:
         try:
             toks, full = env.tokenizer.trajectory(s, opts.max_tokens)
-        except EngineError as e:
+        except (EngineError, TokenizeError) as e:
             res["notes"].append(f"sample not tokenized: {e}")
             continue
         trajectories.append(toks)
@@ -270,7 +270,7 @@ def measure_case(case: Case, opts: Options, env: Env | None = None) -> dict:
 
 
 def cache_key(case: Case, opts: Options, vocab_id: str) -> str:
-    from .. import __version__
+    from .._version import __version__
     h = hashlib.sha256()
     h.update(json.dumps({"schema": SCHEMA, "version": __version__, "text": case.text, "dialect": case.dialect,
                          "samples": case.samples, "opts": asdict(opts), "vocab": vocab_id,

@@ -69,6 +69,7 @@ def run(args) -> int:
         raise GrammarError("--decode needs torch (pip install gramopt[torch])") from None
     from ..runtime import RuntimeGrammarError
     from ..runtime.decode import Sampling, resolve_device
+    from ..engines import oracle_engines
     from ..verify.lockstep import decode_check
     try:
         device = resolve_device(args.device)
@@ -88,7 +89,7 @@ def run(args) -> int:
     progress = None if args.quiet else _Progress(args.seeds, args.steps)
     try:
         report = decode_check(original, optimized, vocab, model, steps=args.steps, seeds=args.seeds,
-                              batch=args.batch, sampling=sampling, use_xgrammar=not args.no_xgrammar,
+                              batch=args.batch, sampling=sampling, engines=() if args.no_xgrammar else oracle_engines(),
                               min_tokens=args.min_tokens, measure=not args.no_measure,
                               progress=progress, settings=settings)
     except RuntimeGrammarError as e:

@@ -28,12 +28,11 @@ anonymous classes (a fresh name), so inline expansion terminates.
 
 When an input already has an unguarded cycle (X ::= X w? | Y), some class cannot be
 finalized this way; extraction then fails (``ExtractionError``) and the pass keeps its
-input. ``relaxed=True`` (opt-in) allows any forward reference instead — without the
-guarantee; verification is then what vouches for the output.
+input.
 
 Cost (one method, ``NodeCost.cost``): κ of the canonical BNF as a tree cost — a node's
 symbols plus the helper nonterminals its lowering adds (see ``costmodels/kappa.py``) — plus
-λ·SAC-proxy per node, plus target penalties. It is monotone (a node never costs less than
+λ·SAC-proxy per node, plus the target's ``recursion_penalty`` per forward reference. It is monotone (a node never costs less than
 an anonymous child) except that a use of a rule class costs 1 (a reference; the rule's body
 is paid once, where it is defined); a Dijkstra order over such costs is a heuristic, so one
 improvement sweep in rank order re-chooses nodes whose children keep the rank invariant.
@@ -44,9 +43,12 @@ constants of ``costmodels/sac_proxy.py``. A calibrated engine model
 engine's per-feature costs in κ units — keys ``concat``, ``infix``, ``nullrep``,
 ``nullalt``, plus ``left_rec`` / ``right_rec``, charged to a sequence whose first / last
 item is a forward reference (a recursion through the class being chosen) and that is not
-already charged as A A or A op A. ``Extractor(eg, target)`` looks the model up for the
-engine targets (``engine_node_weights``; None when no model is stored, which keeps the
-generic costs); ``weights=`` overrides it. All weights are ≥ 0, so costs stay monotone.
+already charged as A A or A op A. ``Extractor(eg, weights=...)`` takes them (the pass manager
+hands over the target's calibrated weights when a model is loaded); None keeps the generic
+costs. All weights are ≥ 0, so costs stay monotone.
+
+The extractor knows no target: a target is what it is told (``recursion_penalty``,
+``left_recursion``, ``weights``; ``gramopt.targets`` holds the records).
 """
 
 from __future__ import annotations
@@ -59,9 +61,6 @@ from ..grammar import Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, r
 from .lower import ENode, GrammarEGraph, Snapshot
 from .rewrite import nullable_classes
 
-TARGETS = ("generic", "xgrammar", "llguidance", "llama.cpp", "earley")
-CALIBRATED_TARGETS = ("xgrammar", "llguidance")  # engines ``gramopt calibrate`` fits a model for
-W_RECURSION = 10.0  # engine targets: cost of a forward reference (a recursion) in κ units
 
 
 class ExtractionError(Exception):
@@ -70,7 +69,7 @@ class ExtractionError(Exception):
 
 @dataclass
 class NodeCost:
-    """cost(node, child_costs) = κ-contribution + λ·SAC + target penalty.
+    """cost(node, child_costs) = κ-contribution + λ·SAC + recursion penalty.
 
     ``child_costs`` are the *use* costs of the children (1 for a rule class). The result
     is never below the sum of the child costs (monotone), so anonymous classes are ordered
@@ -78,7 +77,7 @@ class NodeCost:
 
     lark: bool
     atoms: list
-    target: str = "generic"
+    recursion_penalty: float = 0.0  # per forward reference (``costmodels.objective.W_RECURSION``)
     lam: float = 1.0
     weights: dict | None = None  # engine node weights (module docstring); None: the generic ones
 
@@ -116,14 +115,9 @@ class NodeCost:
                 base = lo * x + (hi - lo) * (x + 5)
         else:
             raise ValueError(k)
-        if self.target != "generic":
-            # Keep regular parts regular for every engine: recursion only where no
-            # repetition/class form exists. Measured (gramopt bench): `[ \t\n]*` extracted
-            # as `W ::= "" | W [ \t\n]` made xgrammar 9× and gramopt's Earley 2,000× slower
-            # on xgrammar's JSON grammar; llguidance runs regular parts in its lexer (121×).
-            base += W_RECURSION * sum(forward)
-        elif self.target == "earley" and forward and forward[-1] and k == "Seq":
-            base += 1.0  # right recursion costs a plain Earley parser Θ(t) per step
+        # engine targets keep regular parts regular: recursion only where no repetition or
+        # class form exists (why: ``costmodels/objective.py``)
+        base += self.recursion_penalty * sum(forward)
         if is_rule and k != "Alt":
             base += 1.0
         return base + (0.5 * sum(forward))  # ties: prefer the form without a new cycle
@@ -132,37 +126,31 @@ class NodeCost:
 @dataclass
 class Extraction:
     grammar: Grammar
-    relaxed: bool = False
     choice: dict[int, ENode] = field(default_factory=dict)
 
 
 class Extractor:
-    """``Extractor(eg, target).extract(roots) -> Extraction``."""
+    """``Extractor(eg, recursion_penalty=0, left_recursion=True, weights=None).extract()``.
 
-    def __init__(self, eg: GrammarEGraph, target: str = "generic", lam: float = 1.0,
-                 relaxed: bool = False, weights: dict | None = None):
-        self.allow_relaxed = relaxed
-        if target not in TARGETS:
-            raise ValueError(f"unknown target '{target}' (known: {', '.join(TARGETS)})")
+    ``left_recursion=False``: a forward reference only after a non-nullable item (no left
+    recursion is emitted; llama.cpp rejects it)."""
+
+    def __init__(self, eg: GrammarEGraph, *, recursion_penalty: float = 0.0, left_recursion: bool = True,
+                 lam: float = 1.0, weights: dict | None = None):
         self.eg = eg
         self.snap: Snapshot = eg.snapshot()
-        self.target = target
-        if weights is None and target in CALIBRATED_TARGETS:
-            from ..costmodels.calibration import engine_node_weights
-            weights = engine_node_weights(target)
-        self.costfn = NodeCost(eg.grammar.dialect == "lark", eg.atoms, target, lam, weights)
+        self.left_recursion = left_recursion
+        self.costfn = NodeCost(eg.grammar.dialect == "lark", eg.atoms, recursion_penalty, lam, weights)
         self.nullable = nullable_classes(self.snap)
 
     # ------------------------------------------------------------ choice
-    def _forwardable(self, n: ENode, i: int, relaxed: bool) -> bool:
-        if relaxed:
-            return True
+    def _forwardable(self, n: ENode, i: int) -> bool:
         if n.kind != "Seq":
             return False
-        others = n.children[:i] if self.target == "llama.cpp" else n.children[:i] + n.children[i + 1:]
+        others = n.children[:i] if not self.left_recursion else n.children[:i] + n.children[i + 1:]
         return any(o not in self.nullable for o in others)
 
-    def choose(self) -> tuple[dict[int, ENode], dict[int, float], dict[int, int], bool]:
+    def choose(self) -> tuple[dict[int, ENode], dict[int, float], dict[int, int]]:
         snap = self.snap
         is_rule = {c: c in snap.names for c in snap.classes}
         nodes = [(c, n) for c, ns in snap.classes.items() for n in ns if n.kind != "R"]
@@ -170,7 +158,6 @@ class Extractor:
         cost: dict[int, float] = {}
         choice: dict[int, ENode] = {}
         heap: list = []
-        relaxed = False
 
         def use(d: int) -> float:
             return 1.0 if is_rule[d] else cost[d]
@@ -193,7 +180,7 @@ class Extractor:
                 fwd[idx][i] = False
                 child[idx][i] = v
 
-        def setup(relax: bool):
+        def setup():
             fwd.clear()
             child.clear()
             slots.clear()
@@ -209,7 +196,7 @@ class Extractor:
             for idx, (c, n) in enumerate(nodes):
                 need = set()
                 for i, d in enumerate(n.children):
-                    if d not in rank and not self._forwardable(n, i, relax):
+                    if d not in rank and not self._forwardable(n, i):
                         need.add(d)
                 # a child both forwardable and needed elsewhere is needed
                 pending.append(need)
@@ -245,13 +232,7 @@ class Extractor:
                     if not pending[j]:
                         heapq.heappush(heap, (node_cost(j), pc, j))
 
-        drain(*setup(False))
-        if len(rank) < len(snap.classes) and self.allow_relaxed:
-            needed = self._needed(choice)
-            if any(c not in rank for c in needed) or any(c not in rank for c in self._roots()):
-                relaxed = True
-                self.stuck = [c for c in needed if c not in rank]
-                drain(*setup(True))
+        drain(*setup())
 
         # improvement sweep: keep the rank invariant, lower the cost
         by_class: dict[int, list[ENode]] = {}
@@ -260,7 +241,7 @@ class Extractor:
         for c in sorted(rank, key=rank.get):
             best, best_n = cost[c], choice[c]
             for n in by_class.get(c, ()):
-                ok = all(d in rank and (rank[d] < rank[c] or self._forwardable(n, i, relaxed))
+                ok = all(d in rank and (rank[d] < rank[c] or self._forwardable(n, i))
                          for i, d in enumerate(n.children))
                 if not ok:
                     continue
@@ -270,7 +251,7 @@ class Extractor:
                 if k < best - 1e-9:
                     best, best_n = k, n
             cost[c], choice[c] = best, best_n
-        return choice, cost, rank, relaxed
+        return choice, cost, rank
 
     def _roots(self) -> list[int]:
         g = self.eg.grammar
@@ -359,7 +340,7 @@ class Extractor:
             taken.add(name_of[d])
 
     def extract(self) -> Extraction:
-        choice, cost, rank, relaxed = self.choose()
+        choice, cost, rank = self.choose()
         g = self.eg.grammar
         snap = self.snap
         missing = [c for c in self._needed(choice) if c not in choice]
@@ -421,4 +402,4 @@ class Extractor:
         rules = [replace(r, lookahead=rename_refs(r.lookahead, alias)) if r.lookahead is not None else r
                  for r in rules]
         out = g.replace_rules(rules)
-        return Extraction(out, relaxed, choice)
+        return Extraction(out, choice)

@@ -71,66 +71,6 @@ class GramoptEngine:
         return self.matcher.is_terminated()
 
 
-class XgrammarEngine:
-    """An ``xgrammar.GrammarMatcher`` behind the engine interface."""
-
-    kind = "xgrammar"
-
-    def __init__(self, matcher):
-        self.matcher = matcher
-        self.fill_s: list[float] = []
-        self.accept_s: list[float] = []
-        self._views: dict = {}
-
-    def fill(self, out_row: np.ndarray) -> None:
-        key = (out_row.__array_interface__["data"][0], out_row.shape)
-        view = self._views.get(key)
-        if view is None:  # a torch view sharing the row's memory, made once per buffer
-            view = torch.from_numpy(out_row).view(1, -1)
-            self._views[key] = view
-        t = time.perf_counter()
-        self.matcher.fill_next_token_bitmask(view, 0)
-        self.fill_s.append(time.perf_counter() - t)
-
-    def accept(self, token: int) -> bool:
-        t = time.perf_counter()
-        ok = bool(self.matcher.accept_token(int(token)))
-        self.accept_s.append(time.perf_counter() - t)
-        return ok
-
-    def is_terminated(self) -> bool:
-        return bool(self.matcher.is_terminated())
-
-
-def xgrammar_tokenizer_info(vocab):
-    """xgrammar's ``TokenizerInfo`` of a gramopt ``Vocab`` (raw bytes), cached on the vocab."""
-    info = getattr(vocab, "_xgr_info", None)
-    if info is None:
-        import xgrammar as xgr
-        info = xgr.TokenizerInfo(vocab.token_bytes, xgr.VocabType.RAW, vocab_size=len(vocab),
-                                 stop_token_ids=list(vocab.eos_ids), add_prefix_space=False)
-        vocab._xgr_info = info
-    return info
-
-
-def xgrammar_compile(grammar, vocab):
-    """xgrammar's compiled form of a gramopt ``Grammar`` (printed as xgrammar EBNF). Raises
-    ``RuntimeError`` with xgrammar's first message line when xgrammar refuses it."""
-    import xgrammar as xgr
-    from ..formats import write
-    text = write(grammar, "ebnf")
-    try:
-        return xgr.GrammarCompiler(xgrammar_tokenizer_info(vocab), max_threads=1,
-                                   cache_enabled=False).compile_grammar(text, root_rule_name=grammar.start)
-    except Exception as e:  # noqa: BLE001 - xgrammar raises RuntimeError and friends
-        raise RuntimeError(f"xgrammar: {str(e).strip().splitlines()[0][:160]}") from None
-
-
-def xgrammar_engine(compiled) -> XgrammarEngine:
-    import xgrammar as xgr
-    return XgrammarEngine(xgr.GrammarMatcher(compiled))
-
-
 # ---------------------------------------------------------------- guides
 
 

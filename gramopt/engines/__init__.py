@@ -1,0 +1,29 @@
+"""The one home of adapters to external engines (and gramopt's own runtime as one of them).
+
+    from gramopt.engines import ENGINES, Env
+    eng = ENGINES["xgrammar"](Env.create(vocab))
+    eng.missing, eng.compile(g), eng.matcher(h), eng.run(h, tokens)
+
+The interface a new engine implements is ``base.Engine`` (see its module docstring).
+Importing this package imports no engine: each adapter imports its engine on first use.
+``runtime``, ``grammar`` and ``formats`` never import this package.
+"""
+
+from .base import Engine, EngineError, EngineMatcher, Env
+from .gramopt import GramoptRuntime
+from .llguidance import Llguidance
+from .xgrammar import Xgrammar
+
+ENGINES: dict[str, type[Engine]] = {e.name: e for e in (GramoptRuntime, Xgrammar, Llguidance)}
+"""Every adapter by name, in report order."""
+
+
+def oracle_engines(names=("xgrammar",)) -> list:
+    """The installed engines among ``names`` as lockstep oracles (``gramopt.verify.lockstep``):
+    objects with ``name``, ``compile(grammar, vocab)`` and ``matcher(compiled)``."""
+    from . import xgrammar
+    known = {"xgrammar": xgrammar.ORACLE}
+    return [known[n] for n in names if n in known and ENGINES[n].installed()]
+
+
+__all__ = ["ENGINES", "Engine", "EngineError", "EngineMatcher", "Env", "oracle_engines"]

@@ -1,0 +1,82 @@
+"""What a target engine is to the optimizer: one record, read by the passes.
+
+Every difference between targets is a field here, so nothing outside ``gramopt.targets``
+compares target names: the pass manager asks the record (which clean-ups to skip, how to
+inline, how the extractor charges recursion, which fix-ups to run, which engine to check
+against, which dialect carries the result).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from ..grammar import Grammar
+
+Fixup = Callable[[Grammar, list, dict], Grammar]
+"""``fixup(grammar, notes, fired) -> grammar``: a language-preserving reshaping that records
+what it did in the pass report's ``notes`` and ``fired`` counts."""
+
+
+class EngineCheck(Protocol):
+    """Asks the engine itself whether it treats two grammars alike (llguidance's greedy
+    lexer can accept less than the language, depending on the form)."""
+
+    name: str
+
+    def available(self) -> bool: ...
+
+    def why_not_checked(self, grammar: Grammar) -> str | None:
+        """A reason the grammar cannot be checked (None when it can)."""
+
+    def difference(self, original: Grammar, optimized: Grammar):
+        """The first step where the engine tells them apart (``.describe()``), or None."""
+
+
+INLINE_BY_KAPPA = "kappa"   # inline a rule where the exact κ does not grow
+INLINE_LEAVES = "leaves"    # also every leaf rule (names no rule), whatever κ says
+INLINE_NONE = "none"        # keep every rule
+
+
+@dataclass(frozen=True)
+class Target:
+    """One engine the optimizer can aim at.
+
+    ``recursion_penalty``: the extractor's cost (κ units) per forward reference, i.e. per
+    recursion it would emit; the objective that judges an e-graph pass adds the same
+    penalty per recursive reference (``objective``). ``left_recursion=False``: the extractor
+    emits a forward reference only after a non-nullable item (llama.cpp rejects left
+    recursion), and an e-graph pass is never reverted for a κ that grew (removing left
+    recursion may cost states). ``calibrated_engine``: the engine whose fitted node
+    weights (``gramopt calibrate``) the extractor may use. ``output_dialect``: the dialect
+    that carries what the fix-ups add (xgrammar's lookahead assertions need xgrammar EBNF);
+    None when every dialect does.
+    """
+
+    name: str
+    summary: str
+    skips_cleanups: tuple[str, ...] = ()
+    inlining: str = INLINE_BY_KAPPA
+    recursion_penalty: float = 0.0
+    left_recursion: bool = True
+    calibrated_engine: str | None = None
+    fixups: tuple[tuple[str, Fixup], ...] = ()
+    engine_check: EngineCheck | None = None
+    output_dialect: str | None = None
+
+    @property
+    def reverts_costlier_passes(self) -> bool:
+        """Whether an e-graph pass whose objective grew is reverted (not where κ may have to
+        grow to remove left recursion)."""
+        return self.left_recursion
+
+    def apply_fixups(self, grammar: Grammar, notes: list | None = None, fired: dict | None = None) -> Grammar:
+        """``grammar`` after this target's fix-ups, in order."""
+        notes = [] if notes is None else notes
+        fired = {} if fired is None else fired
+        for _, fix in self.fixups:
+            grammar = fix(grammar, notes, fired)
+        return grammar
+
+
+__all__ = ["EngineCheck", "Fixup", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_NONE", "Target"]
