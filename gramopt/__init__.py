@@ -7,22 +7,34 @@ Public API (stable):
     gramopt.write(grammar, dialect=None) -> str
     gramopt.analyze(grammar) -> Analysis        (.kappa, .structure, .findings, .format(), .to_json())
     gramopt.optimize(grammar, target=..., passes=..., limits=...) -> Result(grammar, report)
+    gramopt.TARGETS                              the targets by name (``gramopt.targets``)
 
-``optimize`` is imported on first use, so ``import gramopt`` does not load egglog.
+A lazy facade: each name is imported on first use, so ``import gramopt`` loads nothing
+heavy (``optimize`` loads egglog when first called for).
 """
-
-from .formats import parse, read, write
-from .grammar import Grammar, GrammarError, Rule
-from .summary import Analysis, analyze
 
 from ._version import __version__
 
-__all__ = ["Analysis", "Grammar", "GrammarError", "Rule", "analyze", "optimize", "parse", "read",
-           "write", "__version__"]
+_HOMES = {
+    "read": "formats", "parse": "formats", "write": "formats",
+    "Grammar": "grammar", "GrammarError": "grammar", "Rule": "grammar",
+    "Analysis": "summary", "analyze": "summary",
+    "optimize": "passes", "OptimizationError": "passes", "Limits": "passes",
+    "TARGETS": "targets", "Target": "targets",
+}
+
+__all__ = sorted(_HOMES) + ["__version__"]
 
 
 def __getattr__(name: str):
-    if name == "optimize":
-        from .passes import optimize
-        return optimize
-    raise AttributeError(f"module 'gramopt' has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'gramopt' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -32,14 +32,15 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from .formats import write_file
+from . import targets
+from .formats import EXTENSIONS, write_file
+from .cli.exits import EXIT_OK, EXIT_UNSOUND, EXIT_USAGE
 from .grammar import GrammarError
 
-GRAMMAR_EXTENSIONS = (".gbnf", ".ebnf", ".lark", ".goebnf", ".cfg")
+GRAMMAR_EXTENSIONS = tuple(EXTENSIONS)
 SCHEMA_EXTENSIONS = (".json", ".jsonl")
 CACHE_FOLDER = ".gramopt-cache"
-EXIT_OK, EXIT_USAGE, EXIT_UNSOUND = 0, 2, 3
-_SHAPING = ("target", "passes", "verify", "to", "dialect", "start")  # options that change the bytes out
+_SHAPING = ("target", "passes", "verify", "to", "dialect", "start", "strict")  # options that change the bytes out
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,9 @@ def batch_items(path: str, outdir: str, to: str | None = None, target: str = "ge
     """The items of a folder (grammar files by extension, ``.json`` schemas, ``.jsonl`` files
     line by line; hidden folders skipped) or of one JSONL file, with their output paths
     under ``outdir`` (same relative path; a JSONL line ``k`` of ``f.jsonl`` → ``f.k.EXT``)."""
-    from .engines.jsonschema import CONVERTER_OF
-    schema_ext = to or ("ebnf" if CONVERTER_OF.get(target, "xgrammar") == "xgrammar" else "gbnf")
+    from .engines.jsonschema import WRITES
+    t = targets.get(target)
+    schema_ext = to or t.output_dialect or WRITES[t.schema_converter]
     files = _files(path) if os.path.isdir(path) else [os.path.basename(path)]
     base = path if os.path.isdir(path) else os.path.dirname(path)
     items: list[Item] = []
@@ -82,7 +84,13 @@ def batch_items(path: str, outdir: str, to: str | None = None, target: str = "ge
         elif kind == "jsonschema":
             items.append(Item(rel, kind, text, src, 0, os.path.join(outdir, f"{stem}.{schema_ext}")))
         else:
-            out_ext = "." + to if to else (".ebnf" if ext == ".goebnf" else ext)
+            # --to, else the target's dialect for the EBNF family (xgrammar: .ebnf), else the input's
+            if to:
+                out_ext = "." + to
+            elif t.output_dialect and ext in (".gbnf", ".ebnf", ".goebnf"):
+                out_ext = "." + t.output_dialect
+            else:
+                out_ext = ".ebnf" if ext == ".goebnf" else ext
             items.append(Item(rel, kind, text, src, 0, os.path.join(outdir, stem + out_ext)))
     if not items:
         raise GrammarError("nothing to optimize: no grammar (.gbnf .ebnf .lark .goebnf .cfg) or schema "
@@ -118,7 +126,7 @@ def _read(path: str) -> str:
 
 
 def item_key(item: Item, options: dict) -> str:
-    from . import __version__
+    from ._version import __version__
     shaping = {k: options.get(k) for k in _SHAPING}
     h = hashlib.sha256(json.dumps({"kind": item.kind, "options": shaping, "version": __version__,
                                    "out": os.path.splitext(item.dst)[1]}, sort_keys=True).encode())
@@ -170,17 +178,18 @@ def optimize_item(item: dict, options: dict, cache_dir: str | None) -> dict:
                 "seconds": time.perf_counter() - t0, "text": None, "cached": False}
     cache_put(cache_dir, key, text)
     before, after = result.report.kappa_before, result.report.kappa_after
-    return {"name": it.name, "code": EXIT_OK, "message": f"κ {before} → {after}",
+    warned = "".join(f"; warning: {w}" for w in result.report.warnings)
+    return {"name": it.name, "code": EXIT_OK, "message": f"κ {before} → {after}{warned}",
             "seconds": time.perf_counter() - t0, "text": text, "cached": False}
 
 
 def _optimize(it: Item, options: dict):
-    from .formats import output_dialect, parse, write
+    from .formats import parse, write
     from .passes import optimize
     target = options.get("target", "generic")
     if it.kind == "jsonschema":
-        from .engines.jsonschema import for_target, parse_schema
-        grammar, _ = for_target(parse_schema(it.text, it.source, it.line), target)
+        from .engines.jsonschema import convert_for, parse_schema
+        grammar, _ = convert_for(parse_schema(it.text, it.source, it.line), targets.get(target).schema_converter)
     else:
         from .formats import read
         grammar = read(it.source, it.kind, options.get("start")) if not it.text else \
@@ -191,7 +200,14 @@ def _optimize(it: Item, options: dict):
     except ValueError as e:  # an unknown pass or target name
         raise GrammarError(str(e), path=it.source) from None
     src = it.source if it.kind != "jsonschema" else None
-    return write(result.grammar, output_dialect(result.grammar, it.dst, options.get("to"), src)), result
+    asked = options.get("to") or EXTENSIONS.get(os.path.splitext(it.dst)[1])
+    dialect, out, dropped = targets.get(target).output_form(result.grammar, asked, src)
+    warning = targets.get(target).dropped_warning(dialect, dropped)
+    if warning:
+        if options.get("strict"):
+            raise GrammarError(warning + " (--strict)", path=it.source)
+        result.report.warnings.append(warning)
+    return write(out, dialect), result
 
 
 # ---------------------------------------------------------------- the batch

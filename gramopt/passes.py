@@ -51,6 +51,7 @@ from .rewrites.inline import inline_rules, is_leaf, rule_kappa
 from .targets import INLINE_LEAVES, INLINE_NONE, Target
 
 DEFAULT_PASSES = ("cleanup", "saturate", "inline", "target")
+DIALECT_NAMES = {"gbnf": "GBNF (llama.cpp)", "ebnf": "xgrammar EBNF", "lark": "Lark", "cfg": "NLTK CFG"}
 
 
 class OptimizationError(Exception):
@@ -96,8 +97,10 @@ class Report:
     rules_before: int = 0
     rules_after: int = 0
     seconds: float = 0.0
-    verified: str = "skipped"  # "ok", "skipped", "unavailable", or "failed"
+    verified: str = "skipped"  # "ok", "skipped", or "failed"
     verify_stats: dict = field(default_factory=dict)
+    written_as: str | None = None  # the dialect the command wrote (set by ``gramopt optimize``)
+    warnings: list[str] = field(default_factory=list)
 
     def format(self) -> str:
         head = f"{'pass':<12} {'κ before':>9} {'κ after':>8} {'rules':>11} {'ms':>8}  fired / notes"
@@ -114,6 +117,9 @@ class Report:
         lines.append(f"{'total':<12} {self.kappa_before:>9} {self.kappa_after:>8} "
                      f"{self.rules_before:>5}→{self.rules_after:<5} {self.seconds * 1000:>8.1f}  "
                      f"SAC-proxy {self.sac_before:g}→{self.sac_after:g}; verification {self.verified}")
+        if self.written_as:
+            lines.append(f"written as {DIALECT_NAMES.get(self.written_as, self.written_as)}")
+        lines.extend(f"warning: {w}" for w in self.warnings)
         return "\n".join(lines)
 
     def to_json(self) -> dict:
@@ -121,7 +127,8 @@ class Report:
                 "sac_proxy_before": self.sac_before, "sac_proxy_after": self.sac_after,
                 "rules_before": self.rules_before, "rules_after": self.rules_after,
                 "seconds": round(self.seconds, 4), "verified": self.verified,
-                "verify_stats": self.verify_stats, "passes": [p.to_json() for p in self.passes]}
+                "verify_stats": self.verify_stats, "written_as": self.written_as, "warnings": self.warnings,
+                "passes": [p.to_json() for p in self.passes]}
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, ensure_ascii=False, default=str)

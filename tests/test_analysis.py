@@ -3,7 +3,7 @@
 from gramopt.grammar import (CharClass, Epsilon, Grammar, Literal, Ref, Repeat, Rule, alt, seq)
 from gramopt.grammar.ambiguity import ambiguity_findings
 from gramopt.grammar.analysis import first_sets, structure
-from gramopt.summary import analyze
+from gramopt import analyze
 
 
 def g(*rules, start=None):

@@ -128,13 +128,13 @@ def _optimize(grammar, target: str, verify: bool) -> dict:
         return {"error": f"optimizer: {str(e).splitlines()[0][:200]}", "seconds": time.perf_counter() - t}
     except Exception as e:  # noqa: BLE001 - an optimizer bug is reported, the case goes on
         return {"error": f"optimizer: {type(e).__name__}: {str(e)[:200]}", "seconds": time.perf_counter() - t}
-    from ..formats import output_dialect
+    from ..targets import get
     rep = r.report
-    # what `gramopt optimize` writes: a GBNF grammar that gained lookahead assertions
-    # (--target xgrammar) as xgrammar EBNF; writing it as GBNF would drop the assertions
-    dialect = output_dialect(r.grammar, None)
+    # what `gramopt optimize` writes: the target's dialect (xgrammar: xgrammar EBNF, which
+    # carries its lookahead assertions)
+    dialect, out, _ = get(target).output_form(r.grammar)
     try:
-        text = write(r.grammar, dialect)
+        text = write(out, dialect)
     except GrammarError:  # a construct the dialect cannot spell: EBNF is the superset
         dialect = "ebnf"
         text = write(r.grammar, dialect)
@@ -348,7 +348,7 @@ def run_cases(cases: list[Case], opts: Options, out_dir: str, jobs: int = 1,
         for i in todo:
             store(i, _job(cases[i], opts))
     else:
-        # spawn, not fork: numba and egglog start threads (see gramopt.build)
+        # spawn, not fork: numba and egglog start threads (see gramopt.cli.optimize)
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx) as pool:
             futs = {pool.submit(_job, cases[i], opts): i for i in todo}

@@ -28,7 +28,7 @@ import os
 import random
 from dataclasses import dataclass, field
 
-from ..formats import parse, read, write
+from ..formats import EXTENSIONS, parse, read, write
 from ..grammar import Grammar, GrammarError
 from .obfuscate import obfuscate
 
@@ -189,9 +189,6 @@ def default_cases(corpus: str | None = None, files=DEFAULT_CORPUS, obfuscated: b
     return sel
 
 
-GRAMMAR_EXTENSIONS = (".gbnf", ".ebnf", ".lark", ".goebnf", ".cfg")
-
-
 def path_cases(paths: list[str]) -> Selection:
     """Cases from files and folders (folders walked in sorted order); unreadable files are
     skipped with a note."""
@@ -201,7 +198,7 @@ def path_cases(paths: list[str]) -> Selection:
         if os.path.isdir(p):
             for root, dirs, names in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                files += [os.path.join(root, n) for n in sorted(names) if n.endswith(GRAMMAR_EXTENSIONS)]
+                files += [os.path.join(root, n) for n in sorted(names) if n.endswith(tuple(EXTENSIONS))]
         elif os.path.exists(p):
             files.append(p)
         else:

@@ -2,8 +2,8 @@
 
     load_schemas(path) -> list[Schema]       a .json schema, a folder of them, or a .jsonl file
     convert(schema, converter) -> Grammar    the converter's grammar, read by gramopt's reader
-    for_target(schema, target) -> (Grammar, converter)   with the target's converter, named
-    CONVERTER_OF[target]                     which converter a target uses
+    convert_for(schema, converter) -> (Grammar, converter)   with a header naming the converter
+    CONVERTERS                               the converters by name
     converter_version(name) -> str           e.g. "xgrammar 0.2.8"
 
 gramopt has no JSON Schema converter of its own: what a schema means as a grammar is what
@@ -17,7 +17,8 @@ the serving engine makes of it, so the grammar to optimize is the engine's. The 
                 llama-cpp-python's Python port of llama.cpp's
                 json_schema_to_grammar.py
 
-Targets ``xgrammar``, ``generic`` and ``earley`` use xgrammar's converter; ``llama.cpp`` uses
+Which converter a target uses is its record's ``schema_converter`` (``gramopt.targets``):
+targets ``xgrammar``, ``generic`` and ``earley`` use xgrammar's converter; ``llama.cpp`` uses
 llama.cpp's; ``llguidance`` uses llama.cpp's too, because llguidance's own ``JsonCompiler``
 prints no grammar (it hands the schema to its Rust side as ``{"json_schema": ...}``), and
 GBNF is the grammar text llguidance reads.
@@ -39,8 +40,8 @@ from ..formats import parse
 from ..grammar import Grammar, GrammarError, SourcePos
 
 CONVERTERS = ("xgrammar", "llama.cpp")
-CONVERTER_OF = {"generic": "xgrammar", "earley": "xgrammar", "xgrammar": "xgrammar",
-                "llama.cpp": "llama.cpp", "llguidance": "llama.cpp"}
+CONVERTERS = ("xgrammar", "llama.cpp")
+WRITES = {"xgrammar": "ebnf", "llama.cpp": "gbnf"}  # the dialect each converter writes
 _MODULE = {"xgrammar": "xgrammar", "llama.cpp": "llama_cpp"}
 _PACKAGE = {"xgrammar": "xgrammar", "llama.cpp": "llama-cpp-python"}
 
@@ -153,11 +154,10 @@ def convert(schema: Schema, converter: str) -> Grammar:
                            SourcePos(schema.line, 1), schema.path) from None
 
 
-def for_target(schema: Schema, target: str) -> tuple[Grammar, str]:
-    """(grammar, converter with version): ``schema`` converted by the converter of
-    ``target``'s engine, with a header comment naming the converter."""
+def convert_for(schema: Schema, converter: str) -> tuple[Grammar, str]:
+    """(grammar, converter with version): ``schema`` converted by ``converter`` (a target's
+    ``schema_converter``), with a header comment naming the converter."""
     from dataclasses import replace
-    converter = CONVERTER_OF.get(target, CONVERTER_OF["generic"])
     version = converter_version(converter)
     grammar = convert(schema, converter)
     return replace(grammar, header=f"JSON Schema {schema.name} converted by {version}"), version

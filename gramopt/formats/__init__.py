@@ -16,7 +16,22 @@ from ..grammar import Grammar, GrammarError
 
 DIALECTS = ("gbnf", "ebnf", "lark", "goebnf", "cfg")
 WRITABLE = ("gbnf", "ebnf", "lark", "cfg")
-_EXTENSIONS = {".gbnf": "gbnf", ".ebnf": "ebnf", ".lark": "lark", ".goebnf": "goebnf", ".cfg": "cfg"}
+EXTENSIONS = {".gbnf": "gbnf", ".ebnf": "ebnf", ".lark": "lark", ".goebnf": "goebnf", ".cfg": "cfg"}
+_EXTENSIONS = EXTENSIONS
+CARRIES_LOOKAHEAD = ("ebnf",)  # the dialects that can write a rule's lookahead assertion
+
+
+def unwritable(grammar: Grammar, dialect: str) -> tuple[Grammar, list[str]]:
+    """(``grammar`` without what ``dialect`` cannot carry, the names of what was dropped).
+    Lookahead assertions are hints (the language is the rules'), so dropping them keeps the
+    language; only xgrammar EBNF writes them."""
+    hinted = [r for r in grammar.rules if r.lookahead is not None]
+    if not hinted or dialect in CARRIES_LOOKAHEAD:
+        return grammar, []
+    from dataclasses import replace
+    kept = grammar.replace_rules(replace(r, lookahead=None) if r.lookahead is not None else r
+                                 for r in grammar.rules)
+    return kept, [f"lookahead assertions ({len(hinted)} rules)"]
 
 
 def output_dialect(grammar: Grammar, output: str | None, to: str | None = None,

@@ -50,12 +50,15 @@ LLGUIDANCE = Target(
     # regular parts run in its lexer: 121× slower as recursive rules
     recursion_penalty=W_RECURSION,
     calibrated_engine="llguidance",
-    engine_check=LLGUIDANCE_CHECK)
+    engine_check=LLGUIDANCE_CHECK,
+    # llguidance's own JsonCompiler prints no grammar: llama.cpp's converter writes GBNF it reads
+    schema_converter="llama.cpp")
 
 LLAMA_CPP = Target(
     "llama.cpp", "no left recursion",
     recursion_penalty=W_RECURSION,
-    left_recursion=False)
+    left_recursion=False,
+    schema_converter="llama.cpp")
 
 TARGETS: dict[str, Target] = {t.name: t for t in (GENERIC, XGRAMMAR, LLGUIDANCE, LLAMA_CPP, EARLEY)}
 NAMES = tuple(TARGETS)

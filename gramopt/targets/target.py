@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from ..formats import output_dialect, unwritable
 from ..grammar import Grammar
 
 Fixup = Callable[[Grammar, list, dict], Grammar]
@@ -63,12 +64,36 @@ class Target:
     fixups: tuple[tuple[str, Fixup], ...] = ()
     engine_check: EngineCheck | None = None
     output_dialect: str | None = None
+    schema_converter: str = "xgrammar"  # whose JSON Schema converter makes its grammar (engines/jsonschema.py)
 
     @property
     def reverts_costlier_passes(self) -> bool:
         """Whether an e-graph pass whose objective grew is reverted (not where κ may have to
         grow to remove left recursion)."""
         return self.left_recursion
+
+    def output_form(self, grammar: Grammar, asked: str | None = None,
+                    source: str | None = None) -> tuple[str, Grammar, list[str]]:
+        """(dialect, grammar to write, what was dropped): the dialect ``asked`` for, else this
+        target's ``output_dialect`` for a grammar of the EBNF family, else the ``source``
+        file's (``formats.output_dialect``); what that dialect cannot carry is dropped from
+        the grammar and named (lookahead assertions keep the language: they are hints)."""
+        if asked:
+            dialect = asked
+        elif self.output_dialect and grammar.dialect in ("gbnf", "ebnf", "goebnf"):
+            dialect = self.output_dialect
+        else:
+            dialect = output_dialect(grammar, None, None, source)
+        kept, dropped = unwritable(grammar, dialect)
+        return dialect, kept, dropped
+
+    def dropped_warning(self, dialect: str, dropped: list[str]) -> str | None:
+        """What a user reads when ``output_form`` dropped something (None when nothing)."""
+        if not dropped:
+            return None
+        keep = self.output_dialect or "ebnf"
+        return (f"{dialect} cannot carry the {', '.join(dropped)} of the optimized grammar (target "
+                f"{self.name}): written without them; write .{keep} or pass --to {keep} to keep them")
 
     def apply_fixups(self, grammar: Grammar, notes: list | None = None, fired: dict | None = None) -> Grammar:
         """``grammar`` after this target's fix-ups, in order."""

@@ -15,6 +15,8 @@ import os
 import sys
 import time
 
+from .exits import EXIT_OK
+
 HELP = "measure original vs optimized grammars per engine; write a report with plots"
 
 
@@ -83,4 +85,4 @@ def run(args) -> int:
     print(summary_table(results))
     print(f"\nreport: {paths['report']} ({len(paths['plots'])} plots; {elapsed:.1f} s, "
           f"{cached} of {len(results)} from cache)")
-    return 0
+    return EXIT_OK

@@ -20,6 +20,8 @@ import os
 import sys
 import time
 
+from .exits import EXIT_OK, EXIT_UNSOUND
+
 HELP = "check an optimized grammar against its original (language, or lockstep decoding with --decode)"
 
 
@@ -105,7 +107,7 @@ def run(args) -> int:
     else:
         print(f"{args.original} vs {args.optimized}")
         print(report.format(vocab))
-    return 0 if report.ok else 3
+    return EXIT_OK if report.ok else EXIT_UNSOUND
 
 
 def _language_check(args, original, optimized) -> int:
@@ -120,7 +122,7 @@ def _language_check(args, original, optimized) -> int:
         if isinstance(st, dict):
             shown = ", ".join(f"{k} {v}" for k, v in st.items())
             print(f"  {method}: {shown}")
-    return 0 if res.ok else 3
+    return EXIT_OK if res.ok else EXIT_UNSOUND
 
 
 def _vocab(spec: str):

@@ -16,6 +16,8 @@ import platform
 import sys
 import time
 
+from .exits import EXIT_OK, EXIT_USAGE
+
 HELP = "fit per-engine cost models on this machine (used by optimize --target ENGINE)"
 
 
@@ -70,4 +72,4 @@ def run(args) -> int:
         print(model.format())
         print(f"  → {path}")
     print(f"calibrated {wrote} engine(s) in {time.perf_counter() - t0:.1f} s")
-    return 0 if wrote else 2
+    return EXIT_OK if wrote else EXIT_USAGE

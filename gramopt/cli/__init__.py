@@ -1,0 +1,58 @@
+"""The ``gramopt`` command line: one module per command, each thin over the Python API.
+
+    gramopt analyze | convert | optimize | verify | bench | calibrate
+
+Each command module has ``HELP``, ``add_arguments(parser)`` and ``run(args) -> exit status``
+and imports its heavy dependencies (egglog, numba, torch) inside ``run``. Exit status:
+``exits.py``. Never a traceback unless GRAMOPT_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..grammar import GrammarError
+from . import analyze, bench, calibrate, convert, optimize, verify
+from .exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+
+COMMANDS = {"analyze": analyze, "convert": convert, "optimize": optimize, "verify": verify, "bench": bench,
+            "calibrate": calibrate}
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .._version import __version__
+    p = argparse.ArgumentParser(prog="gramopt", description="Optimize grammars for constrained decoding.")
+    p.add_argument("--version", action="version", version=f"gramopt {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, module in COMMANDS.items():
+        sp = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        module.add_arguments(sp)
+        sp.set_defaults(run=module.run)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    debug = bool(os.environ.get("GRAMOPT_DEBUG"))
+    try:
+        return args.run(args)
+    except GrammarError as e:
+        print(e.format(), file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("gramopt: interrupted; no output was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as e:  # a bug in gramopt: one line, the traceback only on request
+        if debug:
+            raise
+        print(f"gramopt: internal error: {type(e).__name__}: {e} (set GRAMOPT_DEBUG=1 for a traceback)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+__all__ = ["COMMANDS", "main"]

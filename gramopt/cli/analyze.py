@@ -1,0 +1,32 @@
+"""``gramopt analyze FILE``: sizes, κ, structural findings and ambiguity warnings
+(``gramopt.analyze``), as a table or JSON."""
+
+from __future__ import annotations
+
+from ..formats import DIALECTS, read
+from ..grammar import GrammarError
+from .exits import EXIT_OK
+
+HELP = "sizes, kappa, structural findings and ambiguity warnings"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("file")
+    p.add_argument("--dialect", choices=DIALECTS, help="override the dialect from the extension")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--start", help="start rule (default: the dialect's; a Lark file without one is "
+                                   "analyzed as a rule library)")
+
+
+def run(args) -> int:
+    from ..summary import analyze
+    try:
+        grammar = read(args.file, args.dialect, args.start)
+    except GrammarError as e:
+        # A Lark rule library (common.lark, a grammar started from another name): analyze its rules.
+        if args.start is not None or not e.message.startswith("missing start rule"):
+            raise
+        grammar = read(args.file, args.dialect, "")
+    result = analyze(grammar)
+    print(result.to_json() if args.json else result.format(args.file))
+    return EXIT_OK

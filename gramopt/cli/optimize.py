@@ -1,0 +1,201 @@
+"""``gramopt optimize IN -o OUT``: gramopt as a build step, one grammar (or JSON Schema) or a batch.
+
+Guarantees a pipeline relies on: the input is never modified; every output is written
+atomically (temp file + rename), so an interrupted run leaves either the old file or the
+new one; nothing is written when verification finds a difference (exit 3, the
+counterexample printed); in a batch (a folder, or a JSONL file of schemas: ``gramopt.batch``)
+an input whose content and options are in the content-addressed cache is not optimized
+again.
+
+The output dialect follows from the target (``Target.output_form``: xgrammar's lookahead
+assertions are written as xgrammar EBNF) unless one is asked for (``--to``, or the output's
+extension); a dialect asked for that cannot carry what the optimized grammar holds gets a
+warning naming what was dropped, or exit 2 with ``--strict``. The report names the dialect.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import sys
+
+from .. import targets
+from ..formats import DIALECTS, EXTENSIONS, WRITABLE, read, write, write_file
+from ..grammar import GrammarError
+from .exits import EXIT_CHANGED, EXIT_OK, EXIT_UNSOUND
+
+HELP = "optimize a grammar (or a folder of grammars)"
+SCHEMA_EXTENSIONS = (".json", ".jsonl")
+SCHEMA = "jsonschema"
+
+
+def add_arguments(o) -> None:
+    o.add_argument("input", help="grammar file or folder")
+    o.add_argument("-o", "--output", help="output file or folder ('-' = stdout)")
+    o.add_argument("--dialect", choices=DIALECTS + (SCHEMA,),
+                   help="input dialect (default: from the extension; .json / .jsonl: jsonschema, "
+                        "converted by the target engine's own converter)")
+    o.add_argument("--to", choices=WRITABLE, help="output dialect (default: the target's, else the input's)")
+    o.add_argument("--start", help="start rule (default: the dialect's)")
+    o.add_argument("--target", choices=targets.NAMES, default=targets.DEFAULT, help="engine to optimize for")
+    o.add_argument("--passes", help="comma-separated pass names to run (default: the full pipeline)")
+    o.add_argument("--report", action="store_true", help="print the per-pass report")
+    o.add_argument("--json", action="store_true", help="print the report as JSON")
+    o.add_argument("--check", action="store_true", help="exit 1 if the output would differ from the input")
+    o.add_argument("--diff", action="store_true", help="print a unified diff of input and output")
+    o.add_argument("--strict", action="store_true",
+                   help="exit 2 when the output dialect cannot carry what the target added")
+    o.add_argument("--no-verify", action="store_true",
+                   help="skip the language-equivalence check of the output (not recommended)")
+    o.add_argument("-j", "--jobs", type=int, default=0, help="worker processes for a batch (0 = cores)")
+    o.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run a batch on the Dask cluster at ADDRESS (tcp://host:port) instead of local processes")
+    o.add_argument("--cache", metavar="DIR",
+                   help="content-addressed cache of a batch (default OUTDIR/.gramopt-cache; a shared "
+                        "folder serves every worker and rerun)")
+    o.add_argument("-q", "--quiet", action="store_true", help="no progress bar for a batch")
+
+
+def run(args) -> int:
+    passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
+    options = dict(target=args.target, passes=passes, verify=not args.no_verify, to=args.to,
+                   dialect=args.dialect, start=args.start, strict=args.strict)
+    jsonl = os.path.isfile(args.input) and args.input.endswith(".jsonl") and is_schema(args.input, args.dialect)
+    if os.path.isdir(args.input) or (jsonl and args.output and os.path.isdir(args.output)) or \
+            (jsonl and args.output and not os.path.splitext(args.output)[1]):
+        if not args.output or args.output == "-":
+            raise GrammarError("optimizing a batch (a folder, a JSONL file) needs -o OUTDIR", path=args.input)
+        return optimize_batch(args.input, args.output, jobs=args.jobs, scheduler=args.scheduler,
+                              cache=args.cache, progress=not args.quiet, **options)
+    if args.scheduler:
+        raise GrammarError("--scheduler runs a batch: give a folder or a JSONL file", path=args.input)
+    return optimize_file(args.input, args.output, report=args.report, as_json=args.json,
+                         check=args.check, diff=args.diff, **options)
+
+
+def is_schema(path: str, dialect: str | None) -> bool:
+    """A JSON Schema input: ``--dialect jsonschema``, or a .json / .jsonl file."""
+    return dialect == SCHEMA or (dialect is None and path.lower().endswith(SCHEMA_EXTENSIONS))
+
+
+def schema_grammar(path: str, target: str):
+    """(grammar, converter with version) of the one schema in ``path`` (converted by the
+    target's converter, ``Target.schema_converter``); a JSONL file of several schemas is a batch."""
+    from ..engines.jsonschema import convert_for, load_schemas
+    schemas = load_schemas(path)
+    if len(schemas) != 1:
+        raise GrammarError(f"{len(schemas)} schemas in one input: optimize them into a folder with -o OUTDIR",
+                           path=path)
+    return convert_for(schemas[0], targets.get(target).schema_converter)
+
+
+def written_form(grammar, target, output: str | None, to: str | None, source: str | None):
+    """(dialect, grammar to write, warning): ``Target.output_form`` with the dialect asked
+    for (``to``, or the output's extension); a warning when something was dropped."""
+    t = targets.get(target)
+    asked = to or dialect_of_extension(output if output != "-" else None)
+    dialect, kept, dropped = t.output_form(grammar, asked, source)
+    return dialect, kept, t.dropped_warning(dialect, dropped)
+
+
+def dialect_of_extension(path: str | None) -> str | None:
+    d = EXTENSIONS.get(os.path.splitext(path or "")[1].lower())
+    return d if d in WRITABLE else None
+
+
+def optimize_text(path: str, dialect: str | None, to: str | None, output: str | None = None,
+                  start: str | None = None, strict: bool = False, **options):
+    """Read ``path``, optimize, and return (input text, output text, result, converter). A
+    JSON Schema is first converted by the target engine's converter (named, with its
+    version, as ``converter``; None for a grammar); its "input text" is the converter's
+    grammar. The report names the dialect written and any warning (an error with ``strict``)."""
+    from ..passes import optimize
+    converter = None
+    target = options.get("target", targets.DEFAULT)
+    if is_schema(path, dialect):
+        grammar, converter = schema_grammar(path, target)
+        original = write(grammar)
+    else:
+        grammar = read(path, dialect, start)  # checks encoding: a file it accepts is valid UTF-8
+        with open(path, encoding="utf-8") as f:
+            original = f.read()
+    try:
+        result = optimize(grammar, **options)
+    except ValueError as e:  # an unknown pass or target name
+        raise GrammarError(str(e), path=path) from None
+    out_dialect, out_grammar, warning = written_form(result.grammar, target, output, to,
+                                                     None if converter else path)
+    if warning and strict:
+        raise GrammarError(warning + " (--strict)", path=path)
+    result.report.written_as = out_dialect
+    if warning:
+        result.report.warnings.append(warning)
+    return original, write(out_grammar, out_dialect), result, converter
+
+
+def unsound_message(path: str, e) -> str:
+    """What a user sees when the optimized grammar's language differs: the counterexample
+    and the pass that introduced it (a bug in gramopt — please report it with the input)."""
+    lines = [f"{path}: error: the optimized grammar's language differs from the input's; nothing written"]
+    if e.counterexample is not None:
+        lines.append(f"  counterexample: {e.counterexample}")
+    if e.pass_name:
+        lines.append(f"  first changed by pass: {e.pass_name}")
+    return "\n".join(lines)
+
+
+def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start=None, target=targets.DEFAULT,
+                  passes=None, verify=True, report=False, as_json=False, check=False,
+                  diff=False, strict=False) -> int:
+    from ..passes import OptimizationError
+    if output and output != "-" and os.path.exists(output) and os.path.samefile(output, path):
+        raise GrammarError("refusing to overwrite the input file: write to another path", path=path)
+    if not output and not (check or diff or report or as_json):
+        raise GrammarError("no output: pass -o OUT (or '-' for stdout), --check, --diff or --report",
+                           path=path)
+    try:
+        original, text, result, converter = optimize_text(path, dialect, to, output, start, strict,
+                                                          target=target, passes=passes, verify=verify)
+    except OptimizationError as e:
+        print(unsound_message(path, e), file=sys.stderr)
+        return EXIT_UNSOUND
+    info = sys.stderr if output == "-" else sys.stdout
+    for w in result.report.warnings:
+        print(f"{path}: warning: {w}", file=sys.stderr)
+    if report:
+        if converter:
+            print(f"schema converted by {converter}", file=info)
+        print(result.report.format(), file=info)
+    if as_json:
+        report_json = result.report.to_json()
+        if converter:
+            report_json["converter"] = converter
+        print(json.dumps(report_json, indent=2, ensure_ascii=False, default=str), file=info)
+    if diff:
+        out_name = output if output and output != "-" else path + " (optimized)"
+        sys.stdout.writelines(difflib.unified_diff(original.splitlines(True), text.splitlines(True),
+                                                   path, out_name))
+    if output:
+        write_file(output, text)
+    if check and text != original:
+        print(f"{path}: would change", file=sys.stderr)
+        return EXIT_CHANGED
+    return EXIT_OK
+
+
+def optimize_batch(path: str, outdir: str, *, jobs: int = 0, scheduler: str | None = None,
+                   cache: str | None = None, progress: bool = True, report: bool = False,
+                   **options) -> int:
+    """A folder of grammars and schemas, or a JSONL file of schemas, into ``outdir``
+    (``gramopt.batch``: local worker processes or a Dask cluster, a content-addressed cache
+    in ``cache``, default ``OUTDIR/.gramopt-cache``)."""
+    from ..batch import CACHE_FOLDER, batch_items, run_batch
+    items = batch_items(path, outdir, to=options.get("to"), target=options.get("target", targets.DEFAULT),
+                        dialect=options.get("dialect"))
+    os.makedirs(outdir, exist_ok=True)
+    return run_batch(items, options, workers=jobs, scheduler=scheduler,
+                     cache_dir=cache or os.path.join(outdir, CACHE_FOLDER), progress=progress)
+
+
+optimize_folder = optimize_batch  # the folder form's older name

@@ -1,1 +1,0 @@
-"""Subcommands beyond analyze/convert/optimize, one module each (see ``gramopt.cli``)."""
