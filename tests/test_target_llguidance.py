@@ -1,4 +1,4 @@
-"""The llguidance target's engine check (gramopt/targets/llguidance.py): llguidance's greedy
+"""The llguidance target's engine check (gramopt/engines/llguidance.py): llguidance's greedy
 lexer must not tell the optimized grammar from the original."""
 
 import pytest
