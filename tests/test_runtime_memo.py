@@ -184,3 +184,15 @@ def test_token_classes_shared_across_grammars():
     m2 = Matcher(s2, v, precompute=True)
     assert m2.table.shared_hits >= 1
     check_masks(s2, v, TEXTS + [b"-1", b"-12", b"-121"])
+
+
+def test_shared_classes_tell_apart_where_a_byte_range_ends():
+    """Regression: signatures once listed byte runs without the no-edge runs, so [a-c] and
+    [a-d] looked alike and one rule's classes served the other (Japanese classes)."""
+    from gramopt.grammar import CharClass, Grammar, Literal, Ref, Repeat, Rule, alt, seq
+    g = Grammar((Rule("root", alt(seq(Literal("1"), Ref("A")), seq(Literal("2"), Ref("B")))),
+                 Rule("A", Repeat(CharClass(((ord("a"), ord("c")),)), 1, None)),
+                 Rule("B", Repeat(CharClass(((ord("a"), ord("d")),)), 1, None))), "root")
+    v = Vocab.from_bytes([b"1", b"2", b"a", b"c", b"d", b"e", b"ad", b"cd", b"1a", b"2d"], eos=10)
+    matcher_mod._TABLES.clear()
+    check_masks(g, v, [b"", b"1", b"2", b"1a", b"2a", b"2d", b"2ad", b"1c"])

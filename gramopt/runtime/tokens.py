@@ -120,7 +120,8 @@ class TokenTable:
         """What q's classes depend on, as a value equal across grammars: the recursive
         transition network reachable from q (q's rule from q, every rule it references,
         transitively), states numbered in discovery order: per state its flags, byte
-        edges as runs, rule edges (start of the rule, target) and its rule (the start of
+        edges as runs (every run, the no-edge ones included: a run ends where the next
+        starts), rule edges (start of the rule, target) and its rule (the start of
         the rule, -1 for q's own). Equal signatures mean isomorphic networks, hence equal
         Earley runs from (q, 0) and equal classes. None when more than ``limit`` states
         are reachable (hashing would cost more than classifying)."""
@@ -149,9 +150,9 @@ class TokenTable:
             if runs is None:
                 row = bn[x * 256:(x + 1) * 256]
                 starts = np.concatenate(([0], np.flatnonzero(row[1:] != row[:-1]) + 1)).tolist()
-                runs = self._runs[x] = tuple((a, int(row[a])) for a in starts if row[a] >= 0)
+                runs = self._runs[x] = tuple((a, int(row[a])) for a in starts)  # -1 runs too
             r = int(state_rule[x])
-            parts.append((int(flags[x]), tuple((a, loc(t)) for a, t in runs),
+            parts.append((int(flags[x]), tuple((a, loc(t) if t >= 0 else -1) for a, t in runs),
                           tuple((loc(int(rule_start[rr[k]])), loc(int(rt[k]))) for k in range(rs[x], rs[x + 1])),
                           -1 if r == own else loc(int(rule_start[r]))))
         return tuple(parts)
