@@ -19,15 +19,20 @@ than they gain, so the pool is used only when the last fills' measured cost per 
 the number of rows reaches ``min_parallel_s`` (default 200 μs); otherwise the rows are
 filled on the calling thread. This picks a schedule only: a row's mask is the same either way.
 
+Rows are handed out one at a time from a shared counter, and the calling thread takes rows
+too: a worker that wakes late (a busy machine) finds fewer rows left, and one that never
+started by the end is cancelled, so a batch is never slower than the calling thread alone
+by more than a submit and a cancel.
+
 Backend-agnostic: any matcher with ``fill_next_token_bitmask(out, row)``,
 ``accept_token``, ``accept_string`` and ``rollback`` (the Matcher API) can be batched; the
-speedup is what its kernels leave outside the GIL. Rows are handed out in contiguous
-chunks, one per thread, in row order, so the work split (not the result: each row's mask
-depends only on its matcher) is deterministic.
+speedup is what its kernels leave outside the GIL. Which thread fills which row varies
+from call to call; the result does not (each row's mask depends only on its matcher).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -100,12 +105,24 @@ class BatchMatcher:
         if self._pool is None or n <= 1 or cheap:
             self._timed(fill, 0, n)
         else:
-            k = min(self.max_threads, n)
-            bounds = [n * j // k for j in range(k + 1)]
-            futures = [self._pool.submit(fill, bounds[j], bounds[j + 1]) for j in range(1, k)]
-            self._timed(fill, bounds[0], bounds[1])  # the calling thread takes the first chunk
+            taken = itertools.count()  # rows are handed out one at a time (next() is atomic)
+
+            def drain() -> int:
+                done = 0
+                for i in taken:
+                    if i >= n:
+                        break
+                    fill(i, i + 1)
+                    done += 1
+                return done
+
+            futures = [self._pool.submit(drain) for _ in range(min(self.max_threads, n) - 1)]
+            t = time.perf_counter()
+            mine = drain()  # the calling thread works too, so a late worker costs nothing
+            self._note((time.perf_counter() - t) / max(1, mine))
             for f in futures:
-                f.result()
+                if not f.cancel():  # a worker that never started is not waited for
+                    f.result()
         if staged:
             import torch
             src = torch.from_numpy(host)
@@ -117,8 +134,10 @@ class BatchMatcher:
         t = time.perf_counter()
         fill(lo, hi)
         if hi > lo:
-            cost = (time.perf_counter() - t) / (hi - lo)
-            self._row_cost = cost if self._row_cost is None else 0.5 * (self._row_cost + cost)
+            self._note((time.perf_counter() - t) / (hi - lo))
+
+    def _note(self, cost: float) -> None:
+        self._row_cost = cost if self._row_cost is None else 0.5 * (self._row_cost + cost)
 
     @staticmethod
     def batch_accept_token(matchers, tokens) -> list[bool]:
