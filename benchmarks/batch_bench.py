@@ -15,6 +15,13 @@ cores the process actually got (CPU time / wall time): on a shared box (Linux au
 scheduling gives each busy session an equal share, whatever its thread count) the speedup
 is bounded by what the scheduler grants, so read the ratio beside "cores used".
 
+Heavy rows (``--heavy-reps``, default 5): the masks that decide a batch's latency are the
+expensive ones (free-text positions: thousands of trie nodes), while most masks are
+cache hits of a few microseconds. So, per grammar, the 16 positions of the trajectory with
+the most trie nodes per fill are found, and each repetition builds two fresh sets of 16
+matchers there (fresh charts: no mask-cache hit) and fills one set sequentially and one
+with the BatchMatcher, alternating which goes first; same comparison and columns.
+
 Then the bitmask application kernels (kernels/): ``apply_token_bitmask_inplace`` on
 (rows, V) float32 logits with the last step's masks, backend "cpu" (fused numba loop) vs
 "torch" (unpack + masked_fill), median of 20 runs each, interleaved.
@@ -95,6 +102,64 @@ def bench_grammar(name, vocab, tokenizer, n_rows, threads, steps):
                 seq_cores=sum(seq_cpu) / sum(seq_t), bat_cores=sum(bat_cpu) / sum(bat_t))
 
 
+def bench_heavy(name, vocab, tokenizer, n_rows, threads, reps):
+    from gramopt.runtime import BatchMatcher, Matcher
+    g, sample = load(name)
+    toks, _ = tokenizer.trajectory(sample, 150)
+    toks = [t for t in toks if t not in vocab.eos_ids]
+    probe = Matcher(g, vocab)
+    row = np.zeros(vocab.n_words, np.int32)
+    cost = []
+    for i, t in enumerate(toks):
+        cost.append((probe.fill_next_token_bitmask(row).trie_nodes, i))
+        probe.accept_token(t)
+    spots = sorted(i for _, i in sorted(cost, reverse=True)[:n_rows])
+    spots = (spots * n_rows)[:n_rows]
+
+    def fresh():
+        ms = []
+        for off in spots:
+            m = Matcher(g, vocab)
+            for t in toks[:off]:
+                m.accept_token(t)
+            ms.append(m)
+        return ms
+
+    seq_mask = np.zeros((n_rows, vocab.n_words), np.int32)
+    bat_mask = np.zeros_like(seq_mask)
+    seq_t, bat_t, seq_cpu, bat_cpu, nodes = [], [], [], [], []
+    with BatchMatcher(threads, min_parallel_s=0.0) as bm:
+        for rep in range(reps + 1):
+            a, b = fresh(), fresh()
+
+            def run_seq():
+                t, c = time.perf_counter(), time.process_time()
+                cs = [m.fill_next_token_bitmask(seq_mask, r) for r, m in enumerate(a)]
+                return time.perf_counter() - t, time.process_time() - c, cs
+
+            def run_bat():
+                t, c = time.perf_counter(), time.process_time()
+                bm.batch_fill_next_token_bitmask(b, bat_mask)
+                return time.perf_counter() - t, time.process_time() - c
+
+            if rep % 2:
+                tb, cb = run_bat()
+                ts, cs_, cs = run_seq()
+            else:
+                ts, cs_, cs = run_seq()
+                tb, cb = run_bat()
+            if not np.array_equal(seq_mask, bat_mask):
+                raise SystemExit(f"{name}: batch and sequential masks differ (heavy rows)")
+            if rep:
+                seq_t.append(ts)
+                bat_t.append(tb)
+                seq_cpu.append(cs_)
+                bat_cpu.append(cb)
+                nodes.append(np.mean([c.trie_nodes for c in cs]))
+    return dict(seq=np.array(seq_t), bat=np.array(bat_t), nodes=float(np.mean(nodes)),
+                seq_cores=sum(seq_cpu) / sum(seq_t), bat_cores=sum(bat_cpu) / sum(bat_t))
+
+
 def bench_apply(mask, vocab_size, reps=20):
     import torch
     from gramopt.runtime import apply_token_bitmask_inplace
@@ -116,6 +181,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--grammars", default="c,json,arithmetic,xgr-json")
+    ap.add_argument("--heavy-reps", type=int, default=5)
     args = ap.parse_args()
     from gramopt.bench.engines import Env
     from gramopt.runtime import Vocab
@@ -135,7 +201,19 @@ def main() -> None:
         print(f"{name:12} {np.median(s) * 1e3:12.2f} {np.median(b) * 1e3:14.2f} {s.sum() * 1e3:13.1f} "
               f"{b.sum() * 1e3:15.1f} {s.sum() / b.sum():7.2f}x {r['nodes']:15.0f} "
               f"{r['seq_cores']:10.2f}/{r['bat_cores']:.2f}")
-    print(f"\n(load average {os.getloadavg()[0]:.2f} at the end; masks identical at every step)")
+    print(f"\n(load average {os.getloadavg()[0]:.2f}; masks identical at every step)")
+    if args.heavy_reps > 0:
+        print(f"\nheavy rows: the {args.rows} most expensive positions per grammar, fresh matchers, "
+              f"{args.heavy_reps} repetitions")
+        print(f"{'grammar':12} {'seq ms/batch':>12} {'batch ms/batch':>14} {'seq total ms':>13} "
+              f"{'batch total ms':>15} {'speedup':>8} {'trie nodes/row':>15} {'cores used seq/batch':>21}")
+        for name in args.grammars.split(","):
+            r = bench_heavy(name, vocab, env.tokenizer, args.rows, args.threads, args.heavy_reps)
+            s, b = r["seq"], r["bat"]
+            print(f"{name:12} {np.median(s) * 1e3:12.2f} {np.median(b) * 1e3:14.2f} {s.sum() * 1e3:13.1f} "
+                  f"{b.sum() * 1e3:15.1f} {s.sum() / b.sum():7.2f}x {r['nodes']:15.0f} "
+                  f"{r['seq_cores']:10.2f}/{r['bat_cores']:.2f}")
+        print(f"(load average {os.getloadavg()[0]:.2f}; masks identical)")
     try:
         import torch  # noqa: F401
     except ImportError:
