@@ -3,6 +3,8 @@
 ``apply_token_bitmask(logits, bitmask)`` sets to -inf every logit whose bit is 0, in place,
 on whatever device the logits live (CPU or CUDA): the packed int32 words are unpacked with
 one vectorized shift-and-mask (``(words[..., None] >> arange(32)) & 1``), no Python loop.
+Without ``indices`` it goes through ``kernels.apply_token_bitmask_inplace`` (backend "auto":
+the fused numba loop for float32/float64 CPU logits, these torch ops otherwise).
 ``GrammarLogitsProcessor`` is a Hugging Face-style logits processor over Matchers.
 """
 
@@ -11,22 +13,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-_SHIFTS: dict = {}
-
-
-def _shifts(device) -> torch.Tensor:
-    key = str(device)
-    s = _SHIFTS.get(key)
-    if s is None:
-        s = torch.arange(32, dtype=torch.int32, device=device)
-        _SHIFTS[key] = s
-    return s
-
-
-def unpack_bitmask(bitmask: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    """bool (…, vocab_size): bit i of word i // 32."""
-    bits = (bitmask.to(torch.int32).unsqueeze(-1) >> _shifts(bitmask.device)) & 1
-    return bits.reshape(*bitmask.shape[:-1], -1)[..., :vocab_size].bool()
+from .kernels import apply_token_bitmask_inplace
+from .kernels.apply_token_bitmask_inplace_torch import unpack_bitmask  # public here too
 
 
 def apply_token_bitmask(logits: torch.Tensor, bitmask, indices=None) -> torch.Tensor:
@@ -35,6 +23,9 @@ def apply_token_bitmask(logits: torch.Tensor, bitmask, indices=None) -> torch.Te
     rows of a batch to mask. Logits columns beyond the mask's bits are masked too."""
     if isinstance(bitmask, np.ndarray):
         bitmask = torch.from_numpy(bitmask)
+    if indices is None and bitmask.dtype == torch.int32:
+        apply_token_bitmask_inplace(logits, bitmask)  # fused loop on CPU float logits
+        return logits
     bitmask = bitmask.to(logits.device, non_blocking=True)
     vocab = logits.shape[-1]
     allowed = unpack_bitmask(bitmask, min(vocab, bitmask.shape[-1] * 32))
