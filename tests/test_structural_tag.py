@@ -139,11 +139,11 @@ FORMATS = {
                   ["<t>[]</t>", "<t>[1, -2.5e3]</t>", "<t>", "</t>", ",", "[", "]", "1", "0.5", "-", "e", " "]),
     "sequence": ({"type": "sequence", "elements": [
         {"type": "tag", "begin": "<think>", "content": {"type": "any_text", "excludes": ["zz"]}, "end": "</think>"},
-        {"type": "or", "elements": [{"type": "const_string", "value": "A"},
+        {"type": "or", "elements": [{"type": "const_string", "value": "A"}, {"type": "regex", "pattern": r"C\d{2}"},
                                     {"type": "plus", "content": {"type": "const_string", "value": "B"}}]},
         {"type": "optional", "content": {"type": "json_schema", "json_schema": {"type": "object", "properties": {
             "p": {"type": "string"}, "q": {"type": "null"}}}}}]},
-        ["<think>", "</think>", "<think>z</think>A", "<think></think>BB{}", "z", "zz", "A", "B", "{", "}",
+        ["<think>", "</think>", "<think>z</think>A", "<think></think>BB{}", "<think></think>C12", "C", "1", "z", "zz", "A", "B", "{", "}",
          '"p": "x"', '"q": null', ", ", "x"]),
 }
 
@@ -180,7 +180,8 @@ def test_language_equals_xgrammar(name):
 
 
 @pytest.mark.parametrize("spec,message", [
-    ({"type": "regex", "pattern": "a+"}, "format 'regex' is not supported"),
+    ({"type": "token", "token": 5}, "format 'token' is not supported"),
+    ({"type": "regex", "pattern": "(a)\\1"}, "format.pattern"),
     ({"type": "json_schema", "json_schema": {"type": "string", "minLength": 2}}, "'minLength' is not supported"),
     ({"type": "json_schema", "json_schema": {"type": "object", "properties": {}, "additionalProperties": True}},
      "additionalProperties"),

@@ -9,6 +9,7 @@ Formats read (xgrammar 0.2.8's ``structural_tag.py``; the others raise ``Grammar
     const_string    the string
     json_schema     json_schema.py's subset (style "json" only)
     grammar         xgrammar EBNF, its rules renamed apart (``<prefix>_<name>``)
+    regex           xgrammar's regex meaning (regex_macro.py)
     any_text        any text; inside a tag, text not containing the tag's end strings,
                     as xgrammar does (a TagDispatch without triggers), plus ``excludes``
     sequence, or    concatenation, union
@@ -120,6 +121,13 @@ class _Builder:
             self.rules.append(Rule(mapping[r.name], rename_refs(r.body, mapping),
                                    None if r.lookahead is None else rename_refs(r.lookahead, mapping)))
         return Ref(mapping[g.start])
+
+    def f_regex(self, f, where, ends):
+        from .regex_macro import RegexMacroError, regex_to_expr
+        try:
+            return regex_to_expr(f["pattern"])
+        except RegexMacroError as e:
+            raise GrammarError(f"{where}.pattern: {e}") from None
 
     def f_any_text(self, f, where, ends):
         if f.get("max_tokens") is not None or f.get("max_chars") is not None:
