@@ -78,3 +78,35 @@ def test_refusals_carry_llamacpps_message(small_vocab, text, message):
     from gramopt.engines.llamacpp import LlamaCppError, LlamaGrammar
     with pytest.raises(LlamaCppError, match=message):
         LlamaGrammar.compile(text, small_vocab)
+
+
+NUMBER_GBNF = """root ::= "{" space "\\"limit\\"" space ":" space number "}" space
+number ::= "-"? integral-part ("." decimal-part)? space
+integral-part ::= [0-9] | [1-9] ([0-9] ([0-9] ([0-9] [0-9]?)?)?)
+decimal-part ::= [0-9] ([0-9] ([0-9] ([0-9] [0-9]?)?)?)
+space ::= " "?
+"""
+
+
+def test_rules_gramopt_names_in_gbnf_are_names_llamacpp_reads():
+    """llama.cpp's rule names are letters, digits and '-' (no '_'): rules the optimizer
+    introduces in a GBNF grammar, and a renamed start, are named ``base-k``."""
+    import re
+    from gramopt.formats import parse, write
+    from gramopt.formats.ebnf import with_root_start
+    from gramopt.grammar import Grammar, Literal, Ref, Rule
+    from gramopt.passes import optimize
+    out = optimize(parse(NUMBER_GBNF, "gbnf"), target="llama.cpp").grammar
+    assert any(re.fullmatch(r"integral-part-\d", r.name) for r in out.rules), write(out)
+    assert all(re.fullmatch(r"[A-Za-z0-9-]+", r.name) for r in out.rules)
+    g = Grammar((Rule("s", Ref("root")), Rule("root", Literal("a"))), "s", dialect="gbnf")
+    assert with_root_start(g).names == ["root", "root-1"]
+
+
+@needs_llama
+def test_optimized_gbnf_loads_in_llamacpp(small_vocab):
+    from gramopt.engines.llamacpp import LlamaGrammar
+    from gramopt.formats import parse, write
+    from gramopt.passes import optimize
+    LlamaGrammar.compile(write(optimize(parse(NUMBER_GBNF, "gbnf"), target="llama.cpp").grammar, "gbnf"),
+                         small_vocab)

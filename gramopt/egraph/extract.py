@@ -273,11 +273,14 @@ class Extractor:
 
     # ------------------------------------------------------------ emission
     def _fresh(self, base: str, taken: set) -> str:
+        """``base_k`` for the first free k (``base-k`` in GBNF: llama.cpp's rule names are
+        letters, digits and '-' only)."""
+        sep = "-" if self.eg.grammar.dialect == "gbnf" else "_"
         k = 1
-        while f"{base}_{k}" in taken:
+        while f"{base}{sep}{k}" in taken:
             k += 1
-        taken.add(f"{base}_{k}")
-        return f"{base}_{k}"
+        taken.add(f"{base}{sep}{k}")
+        return f"{base}{sep}{k}"
 
     def _name_cycles(self, choice, name_of) -> None:
         """Name the anonymous class each back edge of a cycle of anonymous classes enters
@@ -332,12 +335,7 @@ class Extractor:
             p = parent[d]
             while p not in name_of and p in parent:
                 p = parent[p]
-            base = name_of.get(p, self.eg.grammar.start)
-            k = 1
-            while f"{base}_{k}" in taken:
-                k += 1
-            name_of[d] = f"{base}_{k}"
-            taken.add(name_of[d])
+            name_of[d] = self._fresh(name_of.get(p, self.eg.grammar.start), taken)
 
     def extract(self) -> Extraction:
         choice, cost, rank = self.choose()

@@ -781,16 +781,18 @@ def write_ebnf(grammar: Grammar, dialect: str = "ebnf", *, drop_lookahead: bool 
 def with_root_start(grammar: Grammar) -> Grammar:
     """The grammar with its start rule named ``root``, the fixed start of GBNF and xgrammar
     EBNF: the start rule is renamed (references follow), and a different rule already
-    called ``root`` becomes ``root_1`` (or the first free ``root_N``). Same language."""
+    called ``root`` becomes ``root_1`` (or the first free ``root_N``; ``root-N`` in GBNF,
+    whose rule names llama.cpp reads without '_'). Same language."""
     if grammar.start == START:
         return grammar
     mapping = {grammar.start: START}
     if START in grammar:
         names = set(grammar.names)
+        sep = "-" if grammar.dialect == "gbnf" else "_"  # llama.cpp's rule names have no '_'
         n = 1
-        while f"{START}_{n}" in names:
+        while f"{START}{sep}{n}" in names:
             n += 1
-        mapping[START] = f"{START}_{n}"
+        mapping[START] = f"{START}{sep}{n}"
     rules = tuple(replace(r, name=mapping.get(r.name, r.name), body=rename_refs(r.body, mapping),
                           lookahead=None if r.lookahead is None else rename_refs(r.lookahead, mapping))
                   for r in grammar.rules)
