@@ -110,3 +110,89 @@ def test_optimized_gbnf_loads_in_llamacpp(small_vocab):
     from gramopt.passes import optimize
     LlamaGrammar.compile(write(optimize(parse(NUMBER_GBNF, "gbnf"), target="llama.cpp").grammar, "gbnf"),
                          small_vocab)
+
+
+# ---------------------------------------------------------------- the engine interface and lockstep
+
+
+@needs_llama
+def test_adapter_in_the_engine_registry(small_vocab):
+    from gramopt.engines import ENGINES, Env, EngineError, oracle_engines
+    from gramopt.formats import parse
+    eng = ENGINES["llama.cpp"](Env.create(small_vocab))
+    assert eng.missing is None and eng.target == "llama.cpp" and eng.dialect == "gbnf"
+    ids = {b: i for i, b in enumerate(small_vocab.token_bytes) if b}
+    h, seconds = eng.timed_compile(parse('root ::= "ab" "c"?', "gbnf"))
+    times = eng.run(h, [ids[b"ab"], ids[b"c"], small_vocab.eos_ids[0]])
+    assert len(times) == 3 and seconds > 0
+    with pytest.raises(EngineError, match="rejects token"):
+        eng.run(h, [ids[b"ac"]])
+    with pytest.raises(EngineError, match="left recursion"):
+        eng.compile(parse('root ::= root "a" | "b"', "gbnf"))
+    assert [o.name for o in oracle_engines(("llama.cpp",))] == ["llama.cpp"]
+
+
+LOCK = 'root ::= "{" sp "\\"" [a-c]+ "\\"" sp ":" sp [0-9]+ sp "}"\nsp ::= "" | " " | " " " "\n'
+
+
+@needs_llama
+def test_lockstep_llamacpp_is_compared_with_itself_on_the_original(small_vocab):
+    torch = pytest.importorskip("torch")  # noqa: F841
+    from gramopt.engines import oracle_engines
+    from gramopt.formats import parse
+    from gramopt.passes import optimize
+    from gramopt.runtime.model import TinyCausalLM
+    from gramopt.verify.lockstep import lockstep
+    g = parse(LOCK, "gbnf")
+    opt = optimize(g, target="llama.cpp").grammar
+    assert opt != g
+    res = lockstep(TinyCausalLM(len(small_vocab), seed=0), g, opt, small_vocab, steps=12, seed=0, batch=2,
+                   engines=oracle_engines(("llama.cpp",)))
+    assert res.ok and not res.mismatches
+    assert res.compared["llama.cpp:optimized"] >= 12 and res.compared.get("llama.cpp:original", 0) == 0
+    # a planted change: llama.cpp's masks of the two grammars differ at the first step
+    bad = parse(LOCK.replace('"{"', '[{[]', 1), "gbnf")
+    res = lockstep(TinyCausalLM(len(small_vocab), seed=0), g, bad, small_vocab, steps=4, seed=0, batch=1,
+                   engines=oracle_engines(("llama.cpp",)))
+    lm = [m for m in res.mismatches if m.engine == "llama.cpp:optimized"]
+    assert lm and lm[0].step == 0 and lm[0].reference == "llama.cpp:original"
+    assert lm[0].only_engine == (ord("["),) and not lm[0].engine_error and not res.ok
+
+
+@needs_llama
+def test_verify_decode_with_llamacpp_as_third_oracle(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torch")
+    from gramopt.cli import main
+    from gramopt.formats import parse, write
+    from gramopt.passes import optimize
+    monkeypatch.setenv("GRAMOPT_CACHE", str(tmp_path / "cache"))
+    orig, opt = tmp_path / "g.gbnf", tmp_path / "g.opt.gbnf"
+    orig.write_text(LOCK, encoding="utf-8")
+    opt.write_text(write(optimize(parse(LOCK, "gbnf"), target="llama.cpp").grammar, "gbnf"), encoding="utf-8")
+    assert main(["verify", str(orig), str(opt), "--decode", "--llama-cpp", "--vocab", "bytes", "--steps", "8",
+                 "--seeds", "1", "--no-measure", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "llama.cpp:optimized" in out and "result: 0 mismatches" in out
+
+
+@needs_llama
+def test_calibration_fits_llamacpp_and_the_target_extracts_under_it(tmp_path, monkeypatch):
+    """bench rows of llama.cpp → a fitted model in GRAMOPT_MODELS → ``--target llama.cpp``
+    reads that engine's node weights."""
+    from gramopt import passes
+    from gramopt.bench.run import Options, measure_case
+    from gramopt.bench.suites import Case
+    from gramopt.costmodels import calibration as cal
+    from gramopt.targets import TARGETS
+    monkeypatch.setenv("GRAMOPT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GRAMOPT_MODELS", str(tmp_path / "models"))
+    monkeypatch.setattr(cal, "_WEIGHTS_CACHE", {})
+    case = Case("g4", "pathological", 'root ::= s\ns ::= "a" s | "b" s | ""\n', "gbnf", ("abab", "ba"))
+    res = measure_case(case, Options(engines=("llama.cpp",), vocab="bytes", reps=1, sac=False))
+    assert res["engines"]["llama.cpp"]["status"] == "ok", res["engines"]["llama.cpp"]
+    rows = cal.rows_from_results([res], "llama.cpp")
+    assert rows and all(r["t_us"] > 0 for r in rows)
+    path = cal.save_model(cal.fit(rows, "llama.cpp"), str(tmp_path / "models"))
+    assert path.endswith("llama.cpp.json")
+    cal._WEIGHTS_CACHE.clear()  # the bench's own optimize cached "no model yet"
+    assert passes._node_weights(TARGETS["llama.cpp"]) == cal.load_model("llama.cpp").node_weights

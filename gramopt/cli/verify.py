@@ -9,6 +9,10 @@ must equal the original's word for word, and both must agree on termination. Pri
 table (steps, mismatches, mask time per engine, forward time, tokens/s, speedup). A difference
 of xgrammar's (which has bugs of its own, e.g. a self-recursive root rule in 0.2.8) is
 reported and counted but does not stop the check of gramopt's; --no-xgrammar leaves it out.
+With --llama-cpp, llama.cpp is a third oracle: its masks are its own reading of the
+vocabulary (e.g. a lone byte 0xF5-0xFF starts a code point; Qwen's "</s>" ends generation),
+so the optimized grammar's llama.cpp masks are compared with the original grammar's
+llama.cpp masks, and any difference fails the check.
 
 Exit 0 when no difference was found, 3 on a difference, 2 on bad input.
 """
@@ -48,11 +52,25 @@ def add_arguments(p) -> None:
                    help="texts whose token frequencies bias the tiny model (default: ORIGINAL's "
                         "STEM.sample*.txt beside it)")
     p.add_argument("--no-xgrammar", action="store_true", help="do not compare with xgrammar's masks")
+    p.add_argument("--llama-cpp", action="store_true",
+                   help="also compare in llama.cpp: the optimized grammar's llama.cpp masks with the "
+                        "original's at every step (~20-50 ms a mask on a 151k vocabulary)")
     p.add_argument("--no-measure", action="store_true", help="skip the serving runs (tokens/s, overlap)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads on --device cpu (default 1: the other core computes masks)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+
+
+def _oracle_names(args) -> tuple[str, ...]:
+    names = () if args.no_xgrammar else ("xgrammar",)
+    if args.llama_cpp:
+        import importlib.util
+        if importlib.util.find_spec("llama_cpp") is None:
+            from ..grammar import GrammarError
+            raise GrammarError("--llama-cpp needs llama-cpp-python (pip install gramopt[llamacpp])")
+        names += ("llama.cpp",)
+    return names
 
 
 def run(args) -> int:
@@ -91,7 +109,7 @@ def run(args) -> int:
     progress = None if args.quiet else _Progress(args.seeds, args.steps)
     try:
         report = decode_check(original, optimized, vocab, model, steps=args.steps, seeds=args.seeds,
-                              batch=args.batch, sampling=sampling, engines=() if args.no_xgrammar else oracle_engines(),
+                              batch=args.batch, sampling=sampling, engines=oracle_engines(_oracle_names(args)),
                               min_tokens=args.min_tokens, measure=not args.no_measure,
                               progress=progress, settings=settings)
     except RuntimeGrammarError as e:

@@ -11,18 +11,20 @@ Importing this package imports no engine: each adapter imports its engine on fir
 
 from .base import Engine, EngineError, EngineMatcher, Env
 from .gramopt import GramoptRuntime
+from .llamacpp import LlamaCpp
 from .llguidance import Llguidance
 from .xgrammar import Xgrammar
 
-ENGINES: dict[str, type[Engine]] = {e.name: e for e in (GramoptRuntime, Xgrammar, Llguidance)}
+ENGINES: dict[str, type[Engine]] = {e.name: e for e in (GramoptRuntime, Xgrammar, Llguidance, LlamaCpp)}
 """Every adapter by name, in report order."""
 
 
 def oracle_engines(names=("xgrammar",)) -> list:
     """The installed engines among ``names`` as lockstep oracles (``gramopt.verify.lockstep``):
-    objects with ``name``, ``compile(grammar, vocab)`` and ``matcher(compiled)``."""
-    from . import xgrammar
-    known = {"xgrammar": xgrammar.ORACLE}
+    objects with ``name``, ``compile(grammar, vocab)`` and ``matcher(compiled)``; an oracle
+    with ``own_reference`` (llama.cpp) is compared with itself on the original grammar."""
+    from . import llamacpp, xgrammar
+    known = {"xgrammar": xgrammar.ORACLE, "llama.cpp": llamacpp.ORACLE}
     return [known[n] for n in names if n in known and ENGINES[n].installed()]
 
 

@@ -3,8 +3,11 @@
     vocab_gguf(vocab) -> path            a vocabulary-only GGUF of a gramopt Vocab (written once,
                                          cached by content hash; nothing is downloaded)
     load_vocab(vocab)                    llama.cpp's vocabulary object for it (cached per process)
-    LlamaGrammar.compile(text, vocab)    llama.cpp's grammar sampler; EngineError when refused
+    LlamaGrammar.compile(text, vocab)    llama.cpp's grammar sampler; LlamaCppError when refused
     LlamaCppMatcher(grammar)             one decoding row: fill / accept / reset / is_terminated
+    LlamaCpp(env)                        the bench / calibration adapter (compile time:
+                                         ``llama_sampler_init_grammar``)
+    ORACLE                               llama.cpp as a lockstep oracle (``verify --decode``)
 
 How a mask is read. llama.cpp has no bitmask call: its grammar sampler *filters a candidate
 array*. ``llama_sampler_apply`` on an array holding every token id (logit 0) sets the logit
@@ -36,7 +39,11 @@ import time
 
 import numpy as np
 
-FORMAT = 1  # bump when the GGUF written for a vocabulary changes
+from ..formats import write
+from ..grammar import Grammar, GrammarError
+from .base import Engine, EngineError, EngineMatcher
+
+FORMAT = 2  # bump when the GGUF written for a vocabulary changes
 _TYPE_NORMAL, _TYPE_CONTROL, _TYPE_UNUSED = 1, 3, 5
 
 
@@ -117,8 +124,10 @@ def write_vocab_gguf(vocab, path: str) -> None:
     w.add_tokenizer_pre("qwen2" if vocab.name == "qwen.tiktoken" else "default")
     w.add_token_list(tokens)
     w.add_token_types(types)
-    w.add_token_merges(["{} {}".format(*("".join(spell[x] for x in part) for part in m))
-                        for m in bpe_merges(vocab.token_bytes)])
+    merges = ["{} {}".format(*("".join(spell[x] for x in part) for part in m)) for m in bpe_merges(vocab.token_bytes)]
+    # llama.cpp refuses a BPE vocabulary without the merges key; a vocabulary of single bytes
+    # has no merge, so it gets one of two bytes that spell no token (it never applies)
+    w.add_token_merges(merges or [f"{spell[0]} {spell[0]}"])
     if vocab.eos_ids:
         w.add_eos_token_id(vocab.eos_ids[0])
     w.write_header_to_file()
@@ -283,14 +292,15 @@ class LlamaGrammar:
             pass
 
 
-class LlamaCppMatcher:
-    """One decoding row on llama.cpp's grammar sampler (interface of
-    ``gramopt.engines.base.EngineMatcher``: fill / accept / reset / is_terminated; seconds
-    per call in ``fill_s`` / ``accept_s``, the fill's being llama.cpp's apply alone)."""
+class LlamaCppMatcher(EngineMatcher):
+    """One decoding row on llama.cpp's grammar sampler (fill / accept / reset /
+    is_terminated; seconds per call in ``fill_s`` / ``accept_s``, the fill's being
+    llama.cpp's apply alone)."""
 
     kind = "llama.cpp"
 
     def __init__(self, grammar: LlamaGrammar):
+        super().__init__()
         ll = _lib()
         self.ll, self.grammar = ll, grammar
         n = len(grammar.vocab)
@@ -304,8 +314,6 @@ class LlamaCppMatcher:
         self.sampler = grammar.fresh()
         self.allowed: np.ndarray | None = None
         self.terminated = False
-        self.fill_s: list[float] = []
-        self.accept_s: list[float] = []
 
     def allowed_tokens(self) -> np.ndarray:
         """Boolean per token: llama.cpp's mask in the current state (one timed apply)."""
@@ -351,3 +359,78 @@ class LlamaCppMatcher:
             self.ll.llama_sampler_free(self.sampler)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+# ---------------------------------------------------------------- the engine interface
+
+
+def compile_grammar(grammar: Grammar, vocab) -> LlamaGrammar:
+    """llama.cpp's grammar sampler for a gramopt ``Grammar`` (printed as GBNF). Raises
+    ``RuntimeError`` with llama.cpp's message when llama.cpp refuses it."""
+    try:
+        text = write(grammar, "gbnf")
+    except GrammarError as e:
+        raise RuntimeError(f"llama.cpp: {e.message}") from None
+    try:
+        return LlamaGrammar.compile(text, vocab)
+    except LlamaCppError as e:
+        raise RuntimeError(str(e)) from None
+
+
+class Oracle:
+    """llama.cpp as an oracle of the lockstep check. Its masks are llama.cpp's, not the
+    language's at the byte level — it allows a lone byte 0xF5-0xFF as the start of a code
+    point, and treats Qwen's ``</s>`` token as an end of generation — so the optimized
+    grammar's llama.cpp masks are compared with the *original grammar's llama.cpp masks*
+    (``own_reference``), not with gramopt's."""
+
+    name = "llama.cpp"
+    own_reference = True
+
+    @staticmethod
+    def compile(grammar: Grammar, vocab) -> LlamaGrammar:
+        return compile_grammar(grammar, vocab)
+
+    @staticmethod
+    def matcher(compiled: LlamaGrammar) -> LlamaCppMatcher:
+        return LlamaCppMatcher(compiled)
+
+
+ORACLE = Oracle()
+
+
+class LlamaCpp(Engine):
+    name = "llama.cpp"
+    module = "llama_cpp"
+    target = "llama.cpp"
+    dialect = "gbnf"
+
+    def _missing(self) -> str | None:
+        import importlib.util
+        why = super()._missing()
+        if why is None and importlib.util.find_spec("gguf") is None:
+            return "llama.cpp needs the gguf package to write its vocabulary (pip install gramopt[llamacpp])"
+        return why
+
+    def prepare(self) -> None:
+        load_vocab(self.env.vocab)
+
+    def compile(self, grammar: Grammar) -> LlamaGrammar:
+        try:
+            return LlamaGrammar.compile(self.printed(grammar), self.env.vocab)
+        except LlamaCppError as e:
+            raise EngineError(str(e)) from None
+
+    def matcher(self, compiled: LlamaGrammar) -> LlamaCppMatcher:
+        return LlamaCppMatcher(compiled)
+
+    def run(self, compiled: LlamaGrammar, tokens) -> list[float]:
+        m = LlamaCppMatcher(compiled)
+        for k, t in enumerate(tokens):
+            if not m.allowed_tokens()[t] or not m.accept(t):
+                raise EngineError(f"llama.cpp rejects token {t} at step {k}")
+        return list(m.fill_s)
+
+
+__all__ = ["ORACLE", "LlamaCpp", "LlamaCppError", "LlamaCppMatcher", "LlamaGrammar", "compile_grammar",
+           "end_tokens", "load_vocab", "vocab_gguf", "write_vocab_gguf"]

@@ -55,9 +55,11 @@ LLGUIDANCE = Target(
     schema_converter="llama.cpp")
 
 LLAMA_CPP = Target(
-    "llama.cpp", "no left recursion",
+    "llama.cpp", "no left recursion; extraction under llama.cpp's fitted costs once `gramopt "
+                 "calibrate --engines llama.cpp` has run",
     recursion_penalty=W_RECURSION,
     left_recursion=False,
+    calibrated_engine="llama.cpp",
     schema_converter="llama.cpp")
 
 TARGETS: dict[str, Target] = {t.name: t for t in (GENERIC, XGRAMMAR, LLGUIDANCE, LLAMA_CPP, EARLEY)}

@@ -53,6 +53,8 @@ class Mismatch:
     only_engine: tuple = ()  # ... and the other way round
     detail: str = ""
     verdict: str = ""  # for another engine's mask difference: who the reference recognizer backs
+    reference: str = DRIVER  # what the engine was compared with (an own-reference oracle: itself
+    #                          on the original grammar)
 
     @property
     def engine_error(self) -> bool:
@@ -70,10 +72,10 @@ class Mismatch:
             return f"[{shown}{more}]"
 
         head = (f"{self.kind} mismatch at step {self.step} (seed {self.seed}, row {self.row}) between "
-                f"{DRIVER} and {self.engine}")
+                f"{self.reference} and {self.engine}")
         lines = [head, f"  decoded prefix: {_bytes_text(self.prefix)}"]
         if self.kind == "mask":
-            lines.append(f"  allowed only by {DRIVER}: {toks(self.only_driver)}")
+            lines.append(f"  allowed only by {self.reference}: {toks(self.only_driver)}")
             lines.append(f"  allowed only by {self.engine}: {toks(self.only_engine)}")
         if self.detail:
             lines.append(f"  {self.detail}")
@@ -124,11 +126,20 @@ class LockstepGuide(EngineGuide):
     A difference of an engine in ``stopping`` (gramopt's runtime on the optimized grammar:
     the optimizer's invariance) stops the run; one of another engine (xgrammar, the
     independent oracle, which has bugs of its own) is recorded and that engine is left
-    out for the rest of the run, so the check of the optimization goes on."""
+    out for the rest of the run, so the check of the optimization goes on.
+
+    ``references`` maps an engine to the one it is compared with instead of the driver: an
+    engine whose masks are its own rather than the language's (llama.cpp) is compared with
+    itself on the original grammar (``"llama.cpp:optimized" -> "llama.cpp:original"``); the
+    reference is then only filled and advanced. Where both refuse a token the driver took
+    (the engine's own reading of the vocabulary), both are left out, with a note."""
 
     def __init__(self, driver_engines, others: dict, vocab, seed: int = 0,
-                 stopping=("gramopt:optimized",), arbiter=None):
+                 stopping=("gramopt:optimized",), arbiter=None, references: dict | None = None):
         super().__init__(driver_engines)
+        self.references = dict(references or {})
+        self.reference_only = set(self.references.values())
+        self.notes: list[str] = []
         self.arbiter = arbiter  # reference_arbiter(original grammar, vocab), for the other engines
         self.others = others
         self.vocab = vocab
@@ -148,7 +159,8 @@ class LockstepGuide(EngineGuide):
     def _record(self, m: Mismatch) -> None:
         if m.engine in self.disabled:
             return
-        if m.kind == "mask" and m.engine not in self.stopping and self.arbiter is not None:
+        if (m.kind == "mask" and m.engine not in self.stopping and self.arbiter is not None
+                and m.reference == DRIVER):
             right = self.arbiter(m.prefix, m.only_driver, m.only_engine)
             m = replace(m, verdict=ENGINE_ERROR if right else "gramopt's error: the reference recognizer "
                                                                f"agrees with {m.engine}")
@@ -172,27 +184,46 @@ class LockstepGuide(EngineGuide):
                     self.others[name][r].fill(scratch[r])
         n = len(self.vocab)
         for name in names[1:]:
+            if name in self.reference_only:
+                continue
+            ref = self.references.get(name, DRIVER)
+            if ref in self.disabled:
+                continue
             for r in rows:
                 self.compared[name] += 1
-                diff = mask_difference(buf[r], self._scratch[name][r], n)
+                want = buf[r] if ref == DRIVER else self._scratch[ref][r]
+                diff = mask_difference(want, self._scratch[name][r], n)
                 if diff is not None:
-                    self._record(Mismatch("mask", name, self.seed, r, step, bytes(self.prefix[r]), *diff))
+                    self._record(Mismatch("mask", name, self.seed, r, step, bytes(self.prefix[r]), *diff,
+                                          reference=ref))
                     break
 
     def advance(self, row: int, token: int, step: int) -> bool:
         ok = super().advance(row, token, step)
         if not ok:
             return False
-        term = self.engines[row].is_terminated()
+        accepted = {name: engines[row].accept(token) for name, engines in self.others.items()
+                    if name not in self.disabled}
         for name, engines in self.others.items():
-            if name in self.disabled:
+            if name not in accepted or name in self.reference_only:
                 continue
-            if not engines[row].accept(token):
-                self._record(Mismatch("accept", name, self.seed, row, step, bytes(self.prefix[row]),
-                                      detail=f"{name} refused token {token} that both masks allowed"))
+            ref = self.references.get(name, DRIVER)
+            if ref != DRIVER and ref not in accepted:
+                continue
+            ref_ok = True if ref == DRIVER else accepted[ref]
+            term = (self.engines[row] if ref == DRIVER else self.others[ref][row]).is_terminated()
+            prefix = bytes(self.prefix[row])
+            if not accepted[name] and not ref_ok:  # the engine's own reading of the token, on both grammars
+                self.notes.append(f"{name} and {ref} both refuse token {token} after {prefix[-40:]!r}, "
+                                  f"which {DRIVER} accepted: left out from step {step} on")
+                self.disabled.update((name, ref))
+            elif accepted[name] != ref_ok:
+                who, other = (name, ref) if not accepted[name] else (ref, name)
+                self._record(Mismatch("accept", name, self.seed, row, step, prefix, reference=ref,
+                                      detail=f"{who} refused token {token} that {other} accepted"))
             elif engines[row].is_terminated() != term:
-                self._record(Mismatch("termination", name, self.seed, row, step, bytes(self.prefix[row]),
-                                      detail=f"after token {token}: {DRIVER} terminated={term}, "
+                self._record(Mismatch("termination", name, self.seed, row, step, prefix, reference=ref,
+                                      detail=f"after token {token}: {ref} terminated={term}, "
                                              f"{name} terminated={not term}"))
         return True
 
@@ -255,6 +286,12 @@ class Oracles:
                     self.notes.append(f"{eng.name} skipped for the {which} grammar: {e}")
             self.compile_s[eng.name] = time.perf_counter() - t
 
+    def references(self) -> dict:
+        """``{"X:optimized": "X:original"}`` for each own-reference oracle X compiled on both."""
+        return {f"{n}:optimized": f"{n}:original" for n, e in self.oracles.items()
+                if getattr(e, "own_reference", False) and (n, "original") in self.compiled
+                and (n, "optimized") in self.compiled}
+
     def engines(self, batch: int) -> tuple[list, dict]:
         """Fresh driver engines and the compared ones, one per row."""
         from ..runtime import Matcher
@@ -273,13 +310,18 @@ def lockstep(model, original, optimized, vocab, *, steps: int = 128, seed: int =
     terminations with the driver's at every step (module docstring)."""
     oracles = oracles or Oracles(original, optimized, vocab, engines)
     driver, others = oracles.engines(batch)
-    guide = LockstepGuide(driver, others, vocab, seed, arbiter=reference_arbiter(original, vocab))
+    refs = oracles.references()
+    others = {n: e for n, e in others.items()  # an own-reference oracle runs as a pair or not at all
+              if not any(n.startswith(o + ":") for o, x in oracles.oracles.items()
+                         if getattr(x, "own_reference", False)) or n in refs or n in refs.values()}
+    guide = LockstepGuide(driver, others, vocab, seed, arbiter=reference_arbiter(original, vocab),
+                          references=refs)
     bos = vocab.eos_ids[0] if vocab.eos_ids else 0
     gen = generate(model, guide, steps=steps, n_words=vocab.n_words, sampling=sampling, seed=seed,
                    bos=bos, overlap=overlap, eos_ids=vocab.eos_ids, min_tokens=min_tokens, on_step=on_step)
     engines = {"gramopt:original": driver, **others}
     return LockstepResult(seed, gen, list(guide.mismatches), engines, dict(guide.compared),
-                          list(oracles.notes))
+                          list(oracles.notes) + guide.notes)
 
 
 # ---------------------------------------------------------------- the whole check
@@ -351,8 +393,8 @@ class DecodeReport:
         return list(self.results[0].engines) if self.results else []
 
     def steps_checked(self, name: str) -> int:
-        if name == DRIVER:
-            return sum(len(r.fill_times(DRIVER)) for r in self.results)
+        if name == DRIVER or not any(r.compared.get(name, 0) for r in self.results):
+            return sum(len(r.fill_times(name)) for r in self.results)  # the driver, a reference
         return sum(r.compared.get(name, 0) for r in self.results)
 
     def summary(self) -> dict:
@@ -428,12 +470,14 @@ class DecodeReport:
         if not self.mismatches:
             result = "0 mismatches"
         elif self.ok:
-            result = (f"0 mismatches of gramopt's; {n_engine} difference(s) of xgrammar, each its own error "
-                      "by the reference recognizer")
+            others = sorted({m.engine.split(":")[0] for m in self.mismatches if m.engine_error})
+            result = (f"0 mismatches of gramopt's; {n_engine} difference(s) of {', '.join(others)}, each its "
+                      "own error by the reference recognizer")
         else:
+            where = sorted({m.engine for m in self.mismatches if not m.engine_error})
             result = (f"{len(self.mismatches)} mismatch(es)"
                       + (f", {n_opt} of the optimized grammar in gramopt's runtime" if n_opt else
-                         ", in xgrammar, not explained as its error"))
+                         f", in {', '.join(where)}, not explained as the engine's error"))
         lines.append("result: " + result)
         return "\n".join(lines)
 
