@@ -226,3 +226,25 @@ def test_decode_takes_the_estimator_by_name(dyck):
     assert dyck.decode("none", 50, seed=3).tokens == dyck.decode(Uniform(), 50, seed=3).tokens
     with pytest.raises(ValueError):
         dyck.decode("bogus", 1)
+
+
+def _backends() -> list[str]:
+    """'earley', and 'valiant' (the matrix recognizer, same Matcher API) once the runtime has it."""
+    try:
+        Matcher(bounded_dyck(1, 2), bracket_vocab(1), backend="valiant")
+    except (TypeError, ValueError, ImportError):
+        return ["earley"]
+    return ["earley", "valiant"]
+
+
+@pytest.mark.parametrize("backend", _backends())
+def test_every_matcher_backend_gives_the_same_sampler(dyck, backend):
+    def new_matcher():
+        return Matcher(dyck.grammar, dyck.vocab, backend=backend)
+
+    tree = ValueTree(dyck.model, new_matcher(), bos=dyck.bos, eos_ids=dyck.eos, max_tokens=L)
+    assert tree.n_nodes == dyck.tree.n_nodes and np.allclose(tree.phi, dyck.tree.phi)
+    for est in ("onestep", "exact"):
+        got = decode(dyck.model, new_matcher, n=60, faithful=est, bos=dyck.bos, eos_ids=dyck.eos, max_tokens=L,
+                     seed=9)
+        assert got.tokens == dyck.decode(est, 60, seed=9).tokens
