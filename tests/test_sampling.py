@@ -248,3 +248,19 @@ def test_every_matcher_backend_gives_the_same_sampler(dyck, backend):
         got = decode(dyck.model, new_matcher, n=60, faithful=est, bos=dyck.bos, eos_ids=dyck.eos, max_tokens=L,
                      seed=9)
         assert got.tokens == dyck.decode(est, 60, seed=9).tokens
+
+
+def test_generate_hook_samples_the_target(dyck):
+    from gramopt.runtime.decode import EngineGuide, GramoptEngine, generate
+    from gramopt.sampling import FaithfulLogits
+
+    def run(faithful, n=600):
+        engines = [GramoptEngine(dyck.new_matcher()) for _ in range(n)]
+        hook = None if faithful is None else FaithfulLogits([e.matcher for e in engines], faithful, eos_ids=dyck.eos)
+        gen = generate(dyck.model, EngineGuide(engines), steps=L + 1, n_words=dyck.vocab.n_words, bos=dyck.bos,
+                       seed=2, overlap=False, reweight=hook)
+        assert set(gen.finished) == {"eos"}
+        return [b"".join(dyck.vocab.token_bytes[t] for t in row if t not in dyck.eos) for row in gen.tokens]
+
+    assert chi_square(run(Exact(dyck.tree)), dyck.target)[2] > 0.01
+    assert chi_square(run(None), dyck.target)[2] < 1e-6

@@ -203,7 +203,7 @@ def _block_stop(buf: np.ndarray, eos_ids, rows) -> None:
 
 def generate(model, guide: EngineGuide, *, steps: int, n_words: int, sampling: Sampling = Sampling(),
              seed: int = 0, bos: int = 0, overlap: bool = True, eos_ids=(), min_tokens: int = 0,
-             on_step=None) -> Generation:
+             on_step=None, reweight=None) -> Generation:
     """Decode up to ``steps`` tokens per row under ``guide``'s masks (module docstring).
 
     ``n_words`` is the packed mask width, ceil(grammar vocabulary / 32); ``bos`` the token
@@ -211,7 +211,11 @@ def generate(model, guide: EngineGuide, *, steps: int, n_words: int, sampling: S
     ``on_step(step, generation)`` is called after every step (progress reporting).
     ``min_tokens``: before that many tokens, the stop tokens ``eos_ids`` are blocked in rows
     whose mask allows anything else (transformers' min_new_tokens; the grammar still decides
-    when stopping is allowed at all)."""
+    when stopping is allowed at all).
+    ``reweight(rows, logits, bitmask, tokens)``, when given, is called each step with the raw
+    logits, before the mask is applied, and may change the rows' logits in place; grammar-faithful
+    sampling adds T·log Φ̂ there (``gramopt.sampling.FaithfulLogits``). Its time counts in
+    ``sample_s``."""
     device = model.device
     batch = guide.n_rows
     pin = device.type == "cuda"
@@ -264,6 +268,8 @@ def generate(model, guide: EngineGuide, *, steps: int, n_words: int, sampling: S
                 out.finished[int(r)] = "dead"
             if step < min_tokens and len(eos_ids):
                 _block_stop(buf, eos_ids, rows)
+            if reweight is not None:
+                reweight([r for r in rows if not dead[r]], logits, buf, out.tokens)
             buf[~(live & ~dead)] = -1  # rows not sampled this step: anything finite
             apply_token_bitmask(logits, host.to(device, non_blocking=pin))
             nxt = sample(logits, sampling, rng)

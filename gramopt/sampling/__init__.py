@@ -9,7 +9,8 @@ candidate weighted by its future validity Φ (estimator.py has the argument). Mo
     montecarlo   MonteCarlo(k, horizon): importance-weighted rollouts with the model
     exact        Exact: Φ by dynamic programming over the viable-prefix trie (ValueTree)
     registry     make_estimator(name, ...)
-    loop         decode(...): batched decoding with any estimator
+    loop         decode(..., faithful="onestep"): batched decoding with any estimator
+    hook         FaithfulLogits: the same reweighting inside runtime.decode.generate
     speculative  speculative_decode(...): draft + target, Leviathan acceptance against p·Φ̂
     law          sampler_law: a deterministic sampler's output distribution, exactly
     measure      TV, bootstrap intervals, noise floor, chi-square
@@ -23,6 +24,7 @@ gramopt.grammar and gramopt.runtime (and torch, numpy).
 
 from .estimator import Estimator, Step, allowed_tokens, reweight
 from .exact import Exact, ExactTooLarge, ValueTree
+from .hook import FaithfulLogits
 from .loop import Samples, decode
 from .montecarlo import MonteCarlo
 from .onestep import OneStep
@@ -30,6 +32,6 @@ from .registry import NAMES, make_estimator
 from .speculative import SpecStats, speculative_decode
 from .uniform import Uniform
 
-__all__ = ["Estimator", "Exact", "ExactTooLarge", "MonteCarlo", "NAMES", "OneStep", "Samples", "SpecStats",
+__all__ = ["Estimator", "Exact", "ExactTooLarge", "FaithfulLogits", "MonteCarlo", "NAMES", "OneStep", "Samples", "SpecStats",
            "Step", "Uniform", "ValueTree", "allowed_tokens", "decode", "make_estimator", "reweight",
            "speculative_decode"]
