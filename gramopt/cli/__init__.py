@@ -1,6 +1,6 @@
 """The ``gramopt`` command line: one module per command, each thin over the Python API.
 
-    gramopt analyze | convert | optimize | verify | bench | calibrate
+    gramopt analyze | convert | optimize | verify | bench | calibrate | sample
 
 Each command module has ``HELP``, ``add_arguments(parser)`` and ``run(args) -> exit status``
 and imports its heavy dependencies (egglog, numba, torch) inside ``run``. Exit status:
@@ -14,11 +14,11 @@ import os
 import sys
 
 from ..grammar import GrammarError
-from . import analyze, bench, calibrate, convert, optimize, verify
+from . import analyze, bench, calibrate, convert, optimize, sample, verify
 from .exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 COMMANDS = {"analyze": analyze, "convert": convert, "optimize": optimize, "verify": verify, "bench": bench,
-            "calibrate": calibrate}
+            "calibrate": calibrate, "sample": sample}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,7 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, module in COMMANDS.items():
-        sp = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        sp = sub.add_parser(name, help=module.HELP, description=module.__doc__,
+                            formatter_class=getattr(module, "FORMATTER", argparse.HelpFormatter))
         module.add_arguments(sp)
         sp.set_defaults(run=module.run)
     return p

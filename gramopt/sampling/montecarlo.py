@@ -10,7 +10,8 @@ when the rollout runs to its stop token: unbiased for Φ(x·y) wherever the mask
 the viable tokens (every allowed prefix can be completed, as in a finite or length-bounded
 grammar), and never 0 there — unlike counting which unconstrained rollouts happen to stay
 valid. A rollout stopped by the horizon keeps the weight so far (Φ of the rest taken as 1): an
-upward bias that shrinks as the horizon grows. ``MonteCarlo(k, 1)`` is OneStep with the true
+upward bias that shrinks as the horizon grows. Under a token budget (``max_tokens``, as in the
+decoding loop) a rollout that reaches it may only stop: its last factor is p(EOS), or 0. ``MonteCarlo(k, 1)`` is OneStep with the true
 next-step distribution (one forward pass) instead of the current one.
 
 Cost per decoded token: ``horizon + 1`` forward passes over k·|candidates| rows and one mask per
@@ -28,7 +29,7 @@ from .estimator import Step, allowed_tokens, draw
 
 class MonteCarlo:
     def __init__(self, model, new_matcher, *, k: int = 8, horizon: int = 8, bos: int,
-                 temperature: float = 1.0, seed: int = 0):
+                 temperature: float = 1.0, seed: int = 0, max_tokens: int | None = None):
         if k < 1 or horizon < 0:
             raise ValueError("k must be >= 1 and horizon >= 0")
         self.model = model
@@ -37,6 +38,7 @@ class MonteCarlo:
         self.horizon = horizon
         self.bos = bos
         self.temperature = temperature
+        self.max_tokens = max_tokens
         self.name = f"mc(k={k},h={horizon})"
         self.rng = np.random.default_rng(seed)
         self._pool: list[list] = []  # [matcher, its prefix as a list]
@@ -86,13 +88,16 @@ class MonteCarlo:
             ids = torch.tensor([[self.bos, *step.prefix, y] for y in firsts.tolist()], dtype=torch.long,
                                device=device)
             past = self.model.new_cache(R)
-            for _ in range(self.horizon):
+            for t in range(self.horizon):
+                at_budget = self.max_tokens is not None and len(step.prefix) + 1 + t >= self.max_tokens
                 with torch.no_grad():
                     logits = self.model(ids, past)
                 p = torch.softmax(logits.double() / self.temperature, dim=-1).cpu().numpy()
                 nxt = np.full(R, self.bos)
                 for r in np.flatnonzero(live):
                     allowed = allowed_tokens(matchers[r], V, self._buf)
+                    if at_budget:
+                        allowed = allowed[np.isin(allowed, eos)]
                     pa = p[r, allowed]
                     z = pa.sum()
                     weight[r] *= z

@@ -27,7 +27,7 @@ def make_estimator(name: str, *, model=None, new_matcher=None, bos: int = 0, eos
         raise ValueError(f"estimator '{name}' needs the model and a matcher factory")
     if name == "mc":
         return MonteCarlo(model, new_matcher, k=k, horizon=max_tokens if horizon is None else horizon, bos=bos,
-                          temperature=temperature, seed=seed)
+                          temperature=temperature, seed=seed, max_tokens=max_tokens)
     if name == "exact":
         return Exact(ValueTree(model, new_matcher(), bos=bos, eos_ids=eos_ids, max_tokens=max_tokens,
                                max_nodes=max_nodes, temperature=temperature))
