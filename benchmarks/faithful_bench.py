@@ -1,7 +1,7 @@
 """Grammar-faithful sampling, measured: TV to μ*, structure, per-token cost, speculative decoding.
 
     python benchmarks/faithful_bench.py [--kinds 3] [--max-len 12] [--n 8000] [--mc-n 600]
-                                        [--spec-n 2000] [--seed 0] [--quick] [--json OUT.json]
+                                        [--spec-n 2000] [--seed 0] [--quick] [--overhead-only] [--json OUT.json]
 
 1. Trains a tiny transformer (2 layers, d=32; seconds on CPU, nothing downloaded) on *sloppy*
    bracket strings (they stop or close wrongly now and then), so its preferences are real and
@@ -11,7 +11,7 @@
    deterministic estimators also the TV of the sampler's exact law (no sampling noise); the
    noise floor is the TV of N exact draws from μ*.
 3. Per-token cost, decoding one string at a time (batch 1), the estimators interleaved in rounds:
-   with the trained model and with a larger random-weight model (4 layers, d=256), since
+   with the trained model and with larger random-weight models (4×256, 6×512), since
    OneStep's cost does not depend on the model and its overhead is relative to the forward pass.
 4. A finite JSON language (36 records, several tokenizations per string): TV per method.
 5. Speculative decoding (draft + target, Leviathan acceptance against the reweighted target):
@@ -102,11 +102,12 @@ def tv_section(title, setting, methods, n_of, seed, depth=True):
     return out
 
 
-def overhead_section(setting, big, rounds, per_round, seed):
+def overhead_section(setting, bigs, rounds, per_round, seed):
     """Per-token time of decoding with each estimator, batch 1, interleaved rounds."""
     vocab = setting["vocab"]
     res = {}
-    for label, model, tree in (("trained 2×32", setting["model"], setting["tree"]), ("random 4×256", big, None)):
+    models = [("trained 2×32", setting["model"], setting["tree"]), *((lb, m, None) for lb, m in bigs)]
+    for label, model, tree in models:
         ests = [("uniform", Uniform()), ("onestep", OneStep())]
         if tree is not None:
             ests.append(("exact (lookup)", Exact(tree)))
@@ -164,6 +165,7 @@ def main() -> int:
     ap.add_argument("--train-steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="D(3,8), small N (a smoke run)")
+    ap.add_argument("--overhead-only", action="store_true", help="only the per-token cost table")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     if args.quick:
@@ -199,11 +201,14 @@ def main() -> int:
                ("MC(k=4, h=2)", MonteCarlo(model, new_matcher, k=4, horizon=2, bos=bos, seed=seed), False),
                (f"MC(k=16, h={L})", MonteCarlo(model, new_matcher, k=16, horizon=L, bos=bos, seed=seed), False),
                ("Exact", Exact(tree), True)]
-    report["dyck"] = tv_section(f"D({K},{L}): TV to μ*, structure", setting, methods,
-                                lambda name: args.mc_n if name.startswith("MC") else args.n, seed)
-
-    big = TinyCausalLM(len(v), d_model=256, n_layers=4, n_heads=8, seed=seed, max_len=128)
-    report["overhead"] = overhead_section(setting, big, rounds=5, per_round=max(20, args.n // 200), seed=seed)
+    bigs = [(f"random {layers}×{d}", TinyCausalLM(len(v), d_model=d, n_layers=layers, n_heads=8, seed=seed,
+                                                  max_len=128)) for layers, d in ((4, 256), (6, 512))]
+    if not args.overhead_only:
+        report["dyck"] = tv_section(f"D({K},{L}): TV to μ*, structure", setting, methods,
+                                    lambda name: args.mc_n if name.startswith("MC") else args.n, seed)
+    report["overhead"] = overhead_section(setting, bigs, rounds=5, per_round=max(20, args.n // 200), seed=seed)
+    if args.overhead_only:
+        return write_json(args.json, report)
     report["speculative"] = spec_section(setting, draft, args.spec_n, 4, seed)
 
     # ---- finite JSON language
@@ -225,8 +230,12 @@ def main() -> int:
     report["json"] = tv_section("JSON records: TV to μ*", jset,
                                 [("Uniform (masking, μ_proj)", Uniform(), True), ("OneStep", OneStep(), True),
                                  ("Exact", Exact(jtree), True)], lambda name: args.n, seed, depth=False)
-    if args.json:
-        with open(args.json, "w") as f:
+    return write_json(args.json, report)
+
+
+def write_json(path, report) -> int:
+    if path:
+        with open(path, "w") as f:
             json.dump(report, f, indent=1, default=str)
     return 0
 

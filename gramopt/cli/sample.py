@@ -1,4 +1,4 @@
-"""Sample strings of GRAMMAR from a model. Masking alone samples its locally projected distribution (too long, too deep);
+"""Sample strings of GRAMMAR from a model. Masking alone samples the locally projected distribution (too long, deep);
 --faithful weights each allowed token by the chance a valid ending follows: samples follow the model given the grammar.
 
   --faithful exact     exactly (dynamic programming over every viable token prefix within --max-tokens; small languages,

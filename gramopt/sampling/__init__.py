@@ -32,6 +32,7 @@ from .registry import NAMES, make_estimator
 from .speculative import SpecStats, speculative_decode
 from .uniform import Uniform
 
-__all__ = ["Estimator", "Exact", "ExactTooLarge", "FaithfulLogits", "MonteCarlo", "NAMES", "OneStep", "Samples", "SpecStats",
+__all__ = ["Estimator", "Exact", "ExactTooLarge", "FaithfulLogits", "MonteCarlo", "NAMES", "OneStep", "Samples",
+           "SpecStats",
            "Step", "Uniform", "ValueTree", "allowed_tokens", "decode", "make_estimator", "reweight",
            "speculative_decode"]

@@ -11,8 +11,9 @@ the viable tokens (every allowed prefix can be completed, as in a finite or leng
 grammar), and never 0 there — unlike counting which unconstrained rollouts happen to stay
 valid. A rollout stopped by the horizon keeps the weight so far (Φ of the rest taken as 1): an
 upward bias that shrinks as the horizon grows. Under a token budget (``max_tokens``, as in the
-decoding loop) a rollout that reaches it may only stop: its last factor is p(EOS), or 0. ``MonteCarlo(k, 1)`` is OneStep with the true
-next-step distribution (one forward pass) instead of the current one.
+decoding loop) a rollout that reaches it may only stop: its last factor is p(EOS), or 0.
+``MonteCarlo(k, 1)`` is OneStep with the true next-step distribution (one forward pass)
+instead of the current one.
 
 Cost per decoded token: ``horizon + 1`` forward passes over k·|candidates| rows and one mask per
 row and rollout step. The rollout matchers are scratch matchers (``new_matcher()``) brought to
