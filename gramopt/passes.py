@@ -44,7 +44,9 @@ from . import targets
 from .costmodels import kappa, sac_proxy
 from .costmodels.objective import objective as _objective
 from .egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner
-from .grammar import Grammar
+from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Grammar, check_size, depth, walk
+from .grammar.analysis import productive_rules
+from .grammar.size import grammar_size
 from .rewrites import FAMILIES, rules as rewrite_rules
 from .rewrites.cleanup import PASSES as CLEANUPS
 from .rewrites.inline import inline_rules, is_leaf, rule_kappa
@@ -52,6 +54,10 @@ from .targets import INLINE_LEAVES, INLINE_NONE, Target
 
 DEFAULT_PASSES = ("cleanup", "saturate", "inline", "target")
 DIALECT_NAMES = {"gbnf": "GBNF (llama.cpp)", "ebnf": "xgrammar EBNF", "lark": "Lark", "cfg": "NLTK CFG"}
+# A rule with more expression nodes than this is not lowered into the e-graph (egglog 13.2
+# parses a rule as one term, in time and memory superlinear in its length; the largest rule
+# of the corpus has 747 nodes, 2,000 alternatives saturate in ~1 s)
+MAX_RULE_NODES = 4_000
 
 
 class OptimizationError(Exception):
@@ -100,7 +106,7 @@ class Report:
     verified: str = "skipped"  # "ok", "skipped", or "failed"
     verify_stats: dict = field(default_factory=dict)
     written_as: str | None = None  # the dialect the command wrote (set by ``gramopt optimize``)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # about the input (empty language) or the output
 
     def format(self) -> str:
         head = f"{'pass':<12} {'κ before':>9} {'κ after':>8} {'rules':>11} {'ms':>8}  fired / notes"
@@ -180,6 +186,15 @@ def _one_cleanup(name: str) -> PassFn:
 
 def _egraph_pass(families: list[str] | None) -> PassFn:
     def run(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
+        sizes = [sum(1 for _ in walk(r.body)) for r in g.rules]
+        if sum(sizes) > ctx.limits.nodes or max(sizes, default=0) > MAX_RULE_NODES:
+            # the e-graph starts at about one node per IR node and would only be stopped
+            # once built, and egglog parses one rule as one term (an enum of 10,000 words:
+            # 8 GB): such a grammar is not lowered at all, deterministically
+            rep.notes.append(f"skipped: {sum(sizes):,} expression nodes (largest rule "
+                             f"{max(sizes, default=0):,}) > the e-graph's limits "
+                             f"({ctx.limits.nodes:,}, {MAX_RULE_NODES:,} per rule)")
+            return g
         eg = GrammarEGraph(g)
         runner = Runner(rewrite_rules(families), ctx.limits)
         rr = runner.run(eg)
@@ -253,6 +268,10 @@ class PassManager:
         k0 = _kappa(g)
         rep = PassReport(name, k0, k0, len(g.rules), len(g.rules), 0.0)
         out = PASSES[name](g, self.ctx, rep)
+        if out is not g and _too_big(out) and not _too_big(g):
+            rep.notes.append(f"reverted (output nested deeper than {MAX_PASS_DEPTH} or larger than "
+                             f"{MAX_EXPANDED:,} expanded symbols)")
+            out = g
         k1 = _kappa(out)
         if name in EGRAPH_PASSES and self.ctx.target.reverts_costlier_passes and out is not g:
             before, after = objective(g, self.ctx.target, k0), objective(out, self.ctx.target, k1)
@@ -275,6 +294,14 @@ class PassManager:
         return g, reports
 
 
+def _too_big(g: Grammar) -> bool:
+    """Whether ``g`` breaks the bounds every pass keeps (so that whatever gramopt writes,
+    it reads back and can verify): a rule nested deeper than ``MAX_PASS_DEPTH``, or an
+    expanded size over ``MAX_EXPANDED``."""
+    return (any(depth(r.body) > MAX_PASS_DEPTH for r in g.rules)
+            or grammar_size(g) > MAX_EXPANDED)
+
+
 def objective(g: Grammar, target: "str | Target", k: int | None = None) -> float:
     """What an e-graph pass must not make worse (``costmodels.objective``), with the
     target's recursion penalty (the extractor's own)."""
@@ -291,6 +318,7 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
              verify: bool = True, callback=None) -> Result:
     """Optimize ``grammar`` for ``target`` (see the module docstring)."""
     t0 = time.perf_counter()
+    check_size(grammar)
     pm = PassManager(passes, target, limits, callback)
     out, reports = pm.run(grammar)
     for round_ in range(2, 11):  # to a fixpoint, so that optimizing the output changes nothing
@@ -307,6 +335,8 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
         out = grammar  # keep comments and positions when nothing changed
     report = Report(pm.ctx.target.name, reports, kappa(grammar), kappa(out), sac_proxy(grammar), sac_proxy(out),
                     len(grammar.rules), len(out.rules))
+    if grammar.start not in productive_rules(grammar):
+        report.warnings.append(f"the language is empty: rule '{grammar.start}' derives no finite string")
     if verify:
         from .verify import check_equivalence as check
         if out == grammar:

@@ -76,3 +76,36 @@ def test_logits_processor_greedy_decoding_stays_in_language():
     text = b"".join(v.token_bytes[t] for t in ids[0, 2:].tolist())
     assert ids[0, -1].item() == 6
     assert text.startswith(b"a") and text.endswith(b"c") and 4 <= len(text) <= 6
+
+
+def test_logits_processor_batched_sampling_with_finished_rows():
+    """Batch of 6 rows sampled (not greedy) until every row stopped: rows finish at
+    different steps, and the loop keeps feeding finished rows the EOS id as padding (as
+    transformers' generate does). No NaN probabilities, every row a sentence."""
+    v = Vocab.from_bytes([b"a", b"b", b"c", b"ab", b"ba", b"x"], eos=6)
+    g = Grammar((Rule("root", seq(Literal("a"), Repeat(alt(Literal("b"), Literal("a")), 0, 6), Literal("c"))),),
+                "root")
+    batch = 6
+    proc = GrammarLogitsProcessor([Matcher(g, v) for _ in range(batch)])
+    ids = torch.full((batch, 1), 5)
+    done = torch.zeros(batch, dtype=torch.bool)
+    gen = torch.Generator().manual_seed(1)
+    finished_at = [None] * batch
+    for step in range(40):
+        scores = proc(ids, torch.randn(batch, len(v), generator=gen))
+        probs = torch.softmax(scores, -1)
+        assert not torch.isnan(probs).any()
+        t = torch.multinomial(probs, 1, generator=gen).squeeze(1)
+        t = torch.where(done, torch.tensor(6), t)  # padding = EOS for finished rows
+        ids = torch.cat([ids, t[:, None]], dim=1)
+        for r in range(batch):
+            if not done[r] and t[r].item() == 6:
+                finished_at[r] = step
+        done |= t == 6
+        if done.all():
+            break
+    assert done.all() and len(set(finished_at)) > 1  # rows finished at different steps
+    for r in range(batch):
+        row = ids[r, 1:].tolist()
+        text = b"".join(v.token_bytes[x] for x in row[:row.index(6)])
+        assert text.startswith(b"a") and text.endswith(b"c") and set(text[1:-1]) <= set(b"ab")

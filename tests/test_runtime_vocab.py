@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 
+import pytest
+
 from gramopt.runtime import Vocab
 from gramopt.runtime.trie import build_trie
 
@@ -60,3 +62,41 @@ def test_hf_sentencepiece_metaspace(tmp_path):
     p.write_text(json.dumps(obj))
     v = Vocab.from_file(str(p))
     assert v.token_bytes == [b" the", b"\n", b"x", b""] and v.eos_ids == (3,)
+
+
+def _tiny_hf_tokenizer():
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers, decoders
+    tk = tokenizers.Tokenizer(models.BPE(vocab={"a": 0, "b": 1, "ab": 2, "Ġ": 3}, merges=[("a", "b")]))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    tk.add_special_tokens(["<|endoftext|>", "<|im_end|>"])
+    return tk
+
+
+def test_hf_json_takes_eos_and_stop_ids_from_the_tokenizers_own_config(tmp_path):
+    import json as _json
+    tk = _tiny_hf_tokenizer()
+    tk.save(str(tmp_path / "tokenizer.json"))
+    guessed = Vocab.from_file(str(tmp_path / "tokenizer.json"))
+    assert guessed.eos_ids == (4,)  # no config beside it: the first common name found
+    (tmp_path / "tokenizer_config.json").write_text(_json.dumps({"eos_token": "<|im_end|>"}))
+    v = Vocab.from_file(str(tmp_path / "tokenizer.json"))
+    assert v.eos_ids == (5,) and v.token_bytes[2] == b"ab" and v.token_bytes[3] == b" "
+    (tmp_path / "generation_config.json").write_text(_json.dumps({"eos_token_id": [5, 4]}))
+    assert Vocab.from_file(str(tmp_path / "tokenizer.json")).eos_ids == (5, 4)
+    (tmp_path / "tokenizer_config.json").write_text(_json.dumps({"eos_token": {"content": "<|endoftext|>"}}))
+    (tmp_path / "generation_config.json").unlink()
+    assert Vocab.from_file(str(tmp_path / "tokenizer.json")).eos_ids == (4,)
+
+
+def test_from_huggingface_accepts_tokenizer_objects():
+    tk = _tiny_hf_tokenizer()
+    v = Vocab.from_huggingface(tk)
+    assert v.token_bytes[:4] == [b"a", b"b", b"ab", b" "] and v.eos_ids == ()
+    transformers = pytest.importorskip("transformers")
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|im_end|>")
+    v = Vocab.from_huggingface(fast)
+    assert v.eos_ids == (5,) and len(v) == len(fast) and v.token_bytes[5] == b""
+    with pytest.raises(TypeError):
+        Vocab.from_huggingface(object())

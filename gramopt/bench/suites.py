@@ -28,7 +28,7 @@ import os
 import random
 from dataclasses import dataclass, field
 
-from ..formats import EXTENSIONS, parse, read, write
+from ..formats import EXTENSIONS, parse, read, read_text, write
 from ..grammar import Grammar, GrammarError
 from .obfuscate import obfuscate
 
@@ -115,8 +115,7 @@ def sampled_texts(grammar: Grammar, n: int = 1, seed: int = 0, max_depth: int = 
 def file_case(path: str, suite: str = "corpus", limit: int = 1) -> Case:
     """A case from a grammar file (raises GrammarError when it does not read)."""
     g = read(path)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    text = read_text(path)
     name = os.path.splitext(os.path.basename(path))[0]
     samples = samples_of(path, limit)
     note = ""

@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except GrammarError as e:
+        if e.path is None:  # raised past the reader (e.g. repetitions too large to expand)
+            e = e.located(getattr(args, "file", None) or getattr(args, "input", None)
+                          or getattr(args, "original", None))
         print(e.format(), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

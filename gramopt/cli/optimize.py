@@ -21,7 +21,7 @@ import os
 import sys
 
 from .. import targets
-from ..formats import DIALECTS, EXTENSIONS, WRITABLE, read, write, write_file
+from ..formats import DIALECTS, EXTENSIONS, WRITABLE, read, read_text, write, write_file
 from ..grammar import GrammarError
 from .exits import EXIT_CHANGED, EXIT_OK, EXIT_UNSOUND
 
@@ -45,7 +45,8 @@ def add_arguments(o) -> None:
     o.add_argument("--check", action="store_true", help="exit 1 if the output would differ from the input")
     o.add_argument("--diff", action="store_true", help="print a unified diff of input and output")
     o.add_argument("--strict", action="store_true",
-                   help="exit 2 when the output dialect cannot carry what the target added")
+                   help="exit 2 on a warning: the output dialect cannot carry what the target added, "
+                        "or the input's language is empty")
     o.add_argument("--no-verify", action="store_true",
                    help="skip the language-equivalence check of the output (not recommended)")
     o.add_argument("-j", "--jobs", type=int, default=0, help="worker processes for a batch (0 = cores)")
@@ -117,13 +118,16 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
         grammar, converter = schema_grammar(path, target)
         original = write(grammar)
     else:
-        grammar = read(path, dialect, start)  # checks encoding: a file it accepts is valid UTF-8
-        with open(path, encoding="utf-8") as f:
-            original = f.read()
+        grammar = read(path, dialect, start)
+        original = read_text(path, dialect)
     try:
         result = optimize(grammar, **options)
     except ValueError as e:  # an unknown pass or target name
         raise GrammarError(str(e), path=path) from None
+    except GrammarError as e:  # e.g. repetitions too large to expand
+        raise e.located(path, original) from None
+    if strict and result.report.warnings:  # about the input: an empty language
+        raise GrammarError(result.report.warnings[0] + " (--strict)", path=path)
     out_dialect, out_grammar, warning = written_form(result.grammar, target, output, to,
                                                      None if converter else path)
     if warning and strict:

@@ -31,46 +31,48 @@ def kappa(grammar: Grammar) -> int:
     return kappa_of_bnf(lower(grammar))
 
 
+def expr_syms(e, lark: bool = False) -> tuple[int, int]:
+    """(symbols ``e`` puts on the right-hand side it sits in, states of the helper
+    nonterminals it creates) under the canonical lowering (``gramopt.grammar.bnf``)."""
+    if isinstance(e, Epsilon):
+        return 0, 0
+    if isinstance(e, Literal):
+        return (1 if lark else len(e.text)), 0
+    if isinstance(e, Seq):
+        n = h = 0
+        for i in e.items:
+            a, b = expr_syms(i, lark)
+            n, h = n + a, h + b
+        return n, h
+    if isinstance(e, Alt):
+        h = 2
+        for i in e.items:
+            a, b = expr_syms(i, lark)
+            h += a + 1 + b
+        return 1, h
+    if isinstance(e, Repeat):
+        x, h = expr_syms(e.item, lark)
+        lo, hi = e.min, e.max
+        if hi is None:
+            if lo == 0:
+                return 1, h + x + 5
+            return x * (lo - 1) + 1, h + 2 * x + 5
+        k = hi - lo
+        if k == 0:
+            return x * lo, h
+        return x * lo + 1, h + k * (x + 5) - 1
+    return 1, 0
+
+
 def rule_kappa(rule: Rule, dialect: str) -> int:
     """κ contributed by one rule (its nonterminals' entry/exit states and productions),
     counted directly by the table in ``gramopt.grammar.bnf`` (cross-checked against
     ``kappa`` in the tests): κ(G) = 1 + Σ_rules rule_kappa. No BNF is built: cheap enough for a
     pass to score every candidate rewrite of a rule."""
     lark = dialect == "lark"
-
-    def syms(e) -> tuple[int, int]:  # (symbols on the right-hand side, helper states)
-        if isinstance(e, Epsilon):
-            return 0, 0
-        if isinstance(e, Literal):
-            return (1 if lark else len(e.text)), 0
-        if isinstance(e, Seq):
-            n = h = 0
-            for i in e.items:
-                a, b = syms(i)
-                n, h = n + a, h + b
-            return n, h
-        if isinstance(e, Alt):
-            h = 2
-            for i in e.items:
-                a, b = syms(i)
-                h += a + 1 + b
-            return 1, h
-        if isinstance(e, Repeat):
-            x, h = syms(e.item)
-            lo, hi = e.min, e.max
-            if hi is None:
-                if lo == 0:
-                    return 1, h + x + 5
-                return x * (lo - 1) + 1, h + 2 * x + 5
-            k = hi - lo
-            if k == 0:
-                return x * lo, h
-            return x * lo + 1, h + k * (x + 5) - 1
-        return 1, 0
-
     alts = rule.body.items if isinstance(rule.body, Alt) else (rule.body,)
     total = 2
     for a in alts:
-        n, h = syms(a)
+        n, h = expr_syms(a, lark)
         total += n + 1 + h
     return total

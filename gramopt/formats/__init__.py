@@ -1,6 +1,7 @@
 """Readers and writers per dialect, dialect detection, atomic output.
 
     read(path, dialect=None, start=None) -> Grammar   dialect from the extension unless given
+    read_text(path, dialect=None) -> str      the file's text (UTF-8, BOM dropped; Latin-1 .cfg)
     parse(text, dialect, path=None, start=None) -> Grammar
     write(grammar, dialect=None) -> str       the grammar's own dialect unless given
 
@@ -95,7 +96,13 @@ def _with_start(grammar: Grammar, start: str | None) -> Grammar:
     return replace(grammar, start=start)
 
 
-def read(path: str, dialect: str | None = None, start: str | None = None) -> Grammar:
+def read_text(path: str, dialect: str | None = None) -> str:
+    """The text of grammar file ``path`` under gramopt's encoding rule: UTF-8, with a
+    leading byte-order mark (U+FEFF) dropped; an NLTK ``.cfg`` file that is not valid
+    UTF-8 is read as Latin-1 (NLTK's grammar files predate UTF-8, and ``nltk.data`` reads
+    them so). Any other file that is not UTF-8, or that holds a NUL byte, is a
+    ``GrammarError`` with the position of the first bad byte."""
+    from ..grammar import SourcePos
     dialect = dialect or detect_dialect(path)
     try:
         with open(path, "rb") as f:
@@ -105,18 +112,24 @@ def read(path: str, dialect: str | None = None, start: str | None = None) -> Gra
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        if dialect == "cfg":  # NLTK's grammar files predate UTF-8: Latin-1, as nltk.data reads them
-            return parse(raw.decode("latin-1"), dialect, path, start)
-        line = raw[:e.start].count(b"\n") + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        from ..grammar import SourcePos
-        raise GrammarError("file is not valid UTF-8 text", SourcePos(line, col), path) from None
+        if dialect != "cfg":
+            line = raw[:e.start].count(b"\n") + 1
+            col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+            raise GrammarError("file is not valid UTF-8 text", SourcePos(line, col), path) from None
+        text = raw.decode("latin-1")
+    if text.startswith("\ufeff"):
+        text = text[1:]
     if "\x00" in text:
-        from ..grammar import SourcePos
         i = text.index("\x00")
         raise GrammarError("file contains a NUL byte: not a grammar",
                            SourcePos(text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1), path)
-    return parse(text, dialect, path, start)
+    return text
+
+
+def read(path: str, dialect: str | None = None, start: str | None = None) -> Grammar:
+    """Read and parse grammar file ``path`` (its text as :func:`read_text` decodes it)."""
+    dialect = dialect or detect_dialect(path)
+    return parse(read_text(path, dialect), dialect, path, start)
 
 
 def write(grammar: Grammar, dialect: str | None = None) -> str:

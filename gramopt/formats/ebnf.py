@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 from .regex_macro import RegexMacroError, regex_to_expr
-from ..grammar import (Alt, CharClass, Epsilon, Expr, Grammar, GrammarError, Literal, Ref, Regex,
+from ..grammar import (depth, Alt, CharClass, Epsilon, Expr, Grammar, GrammarError, Literal, Ref, Regex,
                        Repeat, Rule, Seq, SourcePos, Terminal, alt, rename_refs, seq)
 from ..grammar.tag_dispatch import TagDispatch, lower_tag_dispatch
 
@@ -648,13 +648,7 @@ class _Parser:
                 "{}": "'{...}'"}.get(tok.kind, f"'{tok.kind}'")
 
 
-def _depth(expr: Expr) -> int:
-    best, stack = 0, [(expr, 1)]
-    while stack:
-        node, d = stack.pop()
-        best = max(best, d)
-        stack.extend((c, d + 1) for c in node.children())
-    return best
+_depth = depth
 
 
 # ================================================================ reading

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal
+from .expr import char, Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal
 from .grammar import Grammar
+from .size import check_size
 
 Symbol = Ref | CharClass | Terminal | Regex | Literal  # Literal only as a Lark token
 
@@ -66,7 +67,9 @@ def is_nonterminal(sym: Symbol) -> bool:
 
 
 def lower(grammar: Grammar) -> BNF:
-    """The canonical BNF of ``grammar`` (see the module docstring for the table)."""
+    """The canonical BNF of ``grammar`` (see the module docstring for the table).
+    Raises GrammarError when its repetitions expand past ``size.MAX_EXPANDED``."""
+    check_size(grammar)
     lark_tokens = grammar.dialect == "lark"
     nonterminals: list[str] = [r.name for r in grammar.rules]
     productions: list[Production] = []
@@ -89,7 +92,7 @@ def lower(grammar: Grammar) -> BNF:
             if isinstance(e, Literal):
                 if lark_tokens:
                     return [e]
-                return [CharClass(((ord(c), ord(c)),)) for c in e.text]
+                return [char(c) for c in e.text]
             if isinstance(e, (CharClass, Terminal, Regex, Ref)):
                 return [e]
             if isinstance(e, Seq):

@@ -23,6 +23,7 @@ parentheses, and a read → write → read round trip gives an equal IR.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Iterator
 
 MAX_CODE_POINT = 0x10FFFF
@@ -148,7 +149,9 @@ def alt(*items: Expr) -> Expr:
     return Alt(tuple(flat))
 
 
+@lru_cache(maxsize=4096)
 def char(c: str) -> CharClass:
+    """The class of the one code point ``c`` (shared: nodes are immutable)."""
     return CharClass(((ord(c), ord(c)),))
 
 
@@ -190,6 +193,22 @@ def walk(expr: Expr) -> Iterator[Expr]:
         node = stack.pop()
         yield node
         stack.extend(reversed(node.children()))
+
+
+# Passes never build a rule body nested deeper than this (``depth``): readers accept 100
+# levels of parentheses (``formats.ebnf.MAX_NESTING``), so whatever gramopt writes it reads
+# back, and every recursive walk over an expression stays far below Python's stack limit.
+MAX_PASS_DEPTH = 48
+
+
+def depth(expr: Expr) -> int:
+    """Nesting depth of ``expr`` (a leaf is 1), computed without recursion."""
+    best, stack = 0, [(expr, 1)]
+    while stack:
+        node, d = stack.pop()
+        best = max(best, d)
+        stack.extend((c, d + 1) for c in node.children())
+    return best
 
 
 def refs(expr: Expr) -> list[str]:

@@ -7,7 +7,8 @@ body replaces one derivation step B ⇒ body by the body in place; the derivatio
 start rule are in bijection. A rule is inlined only when it is not the start rule, does not
 refer to itself (mutual recursion is fine: unfolding B in A's body keeps the least
 fixpoint, and only shortens the cycle), has no lookahead or Lark alias/flag, is not named by a directive or a
-lookahead, and the exact κ change (computed per rule over the canonical BNF — κ is a sum
+lookahead, whose inlining leaves every body at most ``MAX_PASS_DEPTH`` deep (a chain of
+1,000 rules would otherwise nest 1,000 deep), and the exact κ change (computed per rule over the canonical BNF — κ is a sum
 over rules, plus 1) is ≤ 0: ties go to fewer rules.
 
 In the e-graph a reference and its rule's body are already one class, so the extractor
@@ -21,7 +22,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ..costmodels.kappa import rule_kappa
-from ..grammar import Grammar, Ref, Rule, refs, transform
+from ..grammar import MAX_PASS_DEPTH, Grammar, Ref, Rule, depth, refs, transform
 
 
 def is_leaf(rule: Rule) -> bool:
@@ -78,6 +79,8 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None) -> tu
         for u in users:
             b = transform(rules[u].body, sub)
             new[u] = replace(rules[u], body=b)
+        if any(depth(r.body) > MAX_PASS_DEPTH for r in new.values()):
+            continue
         delta = sum(rule_kappa(r, grammar.dialect) - kap[u] for u, r in new.items()) - kap[name]
         if delta <= 0 or (always is not None and always(rules[name])):
             for u, r in new.items():

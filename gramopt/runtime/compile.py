@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..grammar import Grammar
+from ..grammar.size import check_size
 from ..grammar.expr import Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal
 from ..grammar.utf8 import class_sequences
 
@@ -268,9 +269,12 @@ def _reaches_final(d: _DFA, ok_ref, use_bytes: bool) -> bool:
 
 
 def compile_grammar(grammar: Grammar) -> CompiledGrammar:
-    """Compile ``grammar`` to flat arrays. Raises RuntimeGrammarError for Lark atoms."""
+    """Compile ``grammar`` to flat arrays. Raises RuntimeGrammarError for Lark atoms, and
+    GrammarError when its repetitions expand past ``grammar.size.MAX_EXPANDED`` (the
+    automata copy a repetition's item out)."""
     import time
     t0 = time.perf_counter()
+    check_size(grammar)
     rules = {r.name: r.body for r in grammar.rules}
     if grammar.start not in rules:
         raise RuntimeGrammarError(f"missing start rule '{grammar.start}'")

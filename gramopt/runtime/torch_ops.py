@@ -52,6 +52,11 @@ class GrammarLogitsProcessor:
     One Matcher per batch row; on each call, the tokens appended since the last call are
     accepted, then the rows' masks are filled and applied. ``prompt_len`` (per row or one
     int) marks where generation starts; by default the first call's length.
+
+    A row is finished once its matcher accepted a stop token: the tokens a generation loop
+    appends to it afterwards (padding, often the EOS id again) are not the grammar's, so
+    they are not accepted, and its scores pass through unmasked — a row of all ``-inf``
+    would make the whole batch's sampling probabilities NaN.
     """
 
     def __init__(self, matchers, prompt_len=None):
@@ -63,6 +68,8 @@ class GrammarLogitsProcessor:
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         n = input_ids.shape[-1]
+        if input_ids.shape[0] != len(self.matchers):
+            raise ValueError(f"batch of {input_ids.shape[0]} rows for {len(self.matchers)} matchers")
         if self._seen is None:
             self._seen = [n] * len(self.matchers) if self.prompt_len is None else (
                 list(self.prompt_len) if isinstance(self.prompt_len, (list, tuple))
@@ -70,8 +77,13 @@ class GrammarLogitsProcessor:
         ids = input_ids.detach().to("cpu")
         for r, m in enumerate(self.matchers):
             for t in ids[r, self._seen[r]:n].tolist():
+                if m.is_terminated():
+                    break  # padding after the row's stop token
                 if not m.accept_token(t):
                     raise ValueError(f"row {r}: token {t} is not allowed by the grammar")
             self._seen[r] = n
-            m.fill_next_token_bitmask(self._buf, r)
+            if m.is_terminated():
+                self._buf[r] = -1  # every bit set: the row's scores pass through
+            else:
+                m.fill_next_token_bitmask(self._buf, r)
         return apply_token_bitmask(scores, self._buf)

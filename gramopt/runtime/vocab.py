@@ -76,13 +76,18 @@ class Vocab:
 
         For a tiktoken file the special tokens are not in the file: ``<|endoftext|>`` is
         appended after the last rank as the EOS (override with ``eos_names``/``eos_ids``).
-        For tokenizer.json, added tokens marked special are empty byte strings and the EOS
-        is found among common names unless given.
+        For tokenizer.json, added tokens marked special are empty byte strings, and the stop
+        tokens are the tokenizer's own: ``eos_token`` of ``tokenizer_config.json`` and the
+        ``eos_token_id`` (one or a list) of ``generation_config.json`` beside it; only
+        without either is the EOS guessed among common names.
         """
         with open(path, "rb") as f:
             raw = f.read()
         if raw.lstrip()[:1] == b"{":
-            return _from_hf_json(json.loads(raw), eos_names, eos_ids, os.path.basename(path))
+            obj = json.loads(raw)
+            if eos_names is None and eos_ids is None:
+                eos_names, eos_ids = _configured_stops(os.path.dirname(os.path.abspath(path)), obj)
+            return _from_hf_json(obj, eos_names, eos_ids, os.path.basename(path))
         ranks: dict[int, bytes] = {}
         for line in raw.splitlines():
             if not line.strip():
@@ -99,6 +104,58 @@ class Vocab:
                 tokens.append(b"")
             eos_ids = [special[nm] for nm in names]
         return cls(tokens, eos_ids, special, name=os.path.basename(path))
+
+
+    @classmethod
+    def from_huggingface(cls, tokenizer, name: str | None = None) -> "Vocab":
+        """The vocabulary of a Hugging Face tokenizer object: a ``transformers`` fast
+        tokenizer (``PreTrainedTokenizerFast``, from ``AutoTokenizer.from_pretrained``) or
+        a ``tokenizers.Tokenizer``. Token bytes come from its tokenizer.json; the stop
+        tokens are its ``eos_token_id`` (and, for a model's tokenizer, nothing is guessed:
+        a tokenizer without an EOS gives a Vocab without stop tokens, whose masks then
+        never allow stopping)."""
+        backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+        if not hasattr(backend, "to_str"):
+            raise TypeError("Vocab.from_huggingface needs a fast tokenizer (PreTrainedTokenizerFast) "
+                            "or a tokenizers.Tokenizer")
+        obj = json.loads(backend.to_str())
+        eos = getattr(tokenizer, "eos_token_id", None)
+        stops = [eos] if isinstance(eos, int) else list(eos or [])
+        n = len(tokenizer) if hasattr(tokenizer, "__len__") else backend.get_vocab_size(with_added_tokens=True)
+        v = _from_hf_json(obj, None, stops, name or getattr(tokenizer, "name_or_path", "") or "huggingface")
+        if len(v.token_bytes) < n:  # ids past the json's (tokens added by the wrapper)
+            v = Vocab(v.token_bytes + [b""] * (n - len(v.token_bytes)), v.eos_ids, v.special, v.name)
+        return v
+
+
+def _configured_stops(folder: str, obj: dict) -> tuple[tuple[str, ...] | None, list[int] | None]:
+    """(EOS names, stop ids) from the tokenizer's own config files in ``folder``:
+    ``tokenizer_config.json``'s ``eos_token`` (a string or ``{"content": …}``) and
+    ``generation_config.json``'s ``eos_token_id`` (an id or a list). (None, None) when
+    neither names one."""
+    def load(name: str) -> dict:
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    ids: list[int] = []
+    gen = load("generation_config.json").get("eos_token_id")
+    for i in ([gen] if isinstance(gen, int) else gen if isinstance(gen, list) else []):
+        if isinstance(i, int) and i not in ids:
+            ids.append(i)
+    eos = load("tokenizer_config.json").get("eos_token")
+    if isinstance(eos, dict):
+        eos = eos.get("content")
+    if isinstance(eos, str):
+        added = {t["content"]: t["id"] for t in obj.get("added_tokens", [])}
+        vocab = obj.get("model", {}).get("vocab") or {}
+        i = added.get(eos, vocab.get(eos) if isinstance(vocab, dict) else None)
+        if i is not None and i not in ids:
+            ids.insert(0, i)
+    return (None, ids) if ids else (None, None)
 
 
 def qwen_tiktoken_path() -> str:

@@ -30,47 +30,74 @@ from .symbols import Compiled
 METHOD = "production coverage"
 
 
+def _users(g: Compiled) -> list[list[int]]:
+    """For each nonterminal, the productions whose right-hand side names it."""
+    users: list[list[int]] = [[] for _ in g.names]
+    for p, r in enumerate(g.rhs):
+        for s in dict.fromkeys(r):
+            if s >= 0:
+                users[s].append(p)
+    return users
+
+
 def shortest_yields(g: Compiled) -> list[tuple[int, ...] | None]:
-    """A shortest string of each nonterminal, as terminal ids (None where there is none)."""
+    """A shortest string of each nonterminal, as terminal ids (None where there is none).
+
+    A worklist fixpoint (a production is looked at again only when a nonterminal it
+    names got a shorter string), so a chain of n rules costs O(n), not n passes."""
     best: list[tuple[int, ...] | None] = [None] * len(g.names)
-    changed = True
-    while changed:
-        changed = False
-        for p, r in enumerate(g.rhs):
-            parts = [best[s] if s >= 0 else (~s,) for s in r]
-            if any(x is None for x in parts):
-                continue
-            w = tuple(x for part in parts for x in part)
-            a = g.lhs[p]
-            if best[a] is None or len(w) < len(best[a]):
-                best[a] = w
-                changed = True
+    users = _users(g)
+    todo = list(range(len(g.rhs)))
+    queued = [True] * len(g.rhs)
+    head = 0
+    while head < len(todo):
+        p = todo[head]
+        head += 1
+        queued[p] = False
+        parts = [best[s] if s >= 0 else (~s,) for s in g.rhs[p]]
+        if any(x is None for x in parts):
+            continue
+        w = tuple(x for part in parts for x in part)
+        a = g.lhs[p]
+        if best[a] is None or len(w) < len(best[a]):
+            best[a] = w
+            for q in users[a]:
+                if not queued[q]:
+                    queued[q] = True
+                    todo.append(q)
     return best
 
 
 def shortest_contexts(g: Compiled, best) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
     """For each nonterminal A, a pair (u, v) of terminal-id strings with S' ⇒* u A v and
-    |u| + |v| least."""
+    |u| + |v| least (a worklist over the productions of nonterminals whose context got
+    shorter)."""
 
     def yield_of(syms) -> tuple[int, ...]:
         return tuple(x for s in syms for x in (best[s] if s >= 0 else (~s,)))
 
     ctx: list = [None] * len(g.names)
     ctx[0] = ((), ())
-    changed = True
-    while changed:
-        changed = False
-        for p, r in enumerate(g.rhs):
-            outer = ctx[g.lhs[p]]
-            if outer is None:
-                continue
+    todo = [0]
+    queued = [False] * len(g.names)
+    queued[0] = True
+    head = 0
+    while head < len(todo):
+        a = todo[head]
+        head += 1
+        queued[a] = False
+        outer = ctx[a]
+        for p in g.by_lhs[a]:
+            r = g.rhs[p]
             for i, s in enumerate(r):
                 if s < 0:
                     continue
                 u, v = outer[0] + yield_of(r[:i]), yield_of(r[i + 1:]) + outer[1]
                 if ctx[s] is None or len(u) + len(v) < len(ctx[s][0]) + len(ctx[s][1]):
                     ctx[s] = (u, v)
-                    changed = True
+                    if not queued[s]:
+                        queued[s] = True
+                        todo.append(s)
     return ctx
 
 

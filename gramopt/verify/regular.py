@@ -154,13 +154,24 @@ def build_nfa(g: Compiled, cap: int) -> NFA:
         eps.append([])
         return len(edges) - 1
 
+    # An explicit work stack instead of recursion: a chain of 1,000 plain rules nests
+    # 1,000 deep. ``("seq", syms, i, o)`` wires ``syms`` from state i to o; ``("sym", s, i, o)``
+    # one symbol. States are numbered in the order the tasks are taken: deterministic.
+    todo: list[tuple] = []
+
     def seq(syms, i: int, o: int) -> None:
-        for k, s in enumerate(syms):
-            nxt = o if k == len(syms) - 1 else new()
-            sym(s, i, nxt)
-            i = nxt
+        todo.append(("seq", tuple(syms), i, o))
+
+    def run_seq(syms, i: int, o: int) -> None:
         if not syms:
             eps[i].append(o)
+            return
+        tasks = []
+        for k, s in enumerate(syms):
+            nxt = o if k == len(syms) - 1 else new()
+            tasks.append(("sym", s, i, nxt))
+            i = nxt
+        todo.extend(reversed(tasks))
 
     def sym(s: int, i: int, o: int) -> None:
         if s < 0:
@@ -169,7 +180,7 @@ def build_nfa(g: Compiled, cap: int) -> NFA:
         c = comp_of[s]
         kind, members = kinds[c], comps[c]
         if kind == "plain":
-            for p in g.by_lhs[s]:
+            for p in reversed(g.by_lhs[s]):
                 seq(g.rhs[p], i, o)
             return
         q = {b: new() for b in members}
@@ -194,9 +205,18 @@ def build_nfa(g: Compiled, cap: int) -> NFA:
         else:
             raise ValueError("not strongly regular")
 
+    def drain() -> None:
+        while todo:
+            kind, x, i, o = todo.pop()
+            if kind == "seq":
+                run_seq(x, i, o)
+            else:
+                sym(x, i, o)
+
     start, final = new(), new()
     if not g.empty:
         sym(0, start, final)
+        drain()
     return NFA(edges, eps, start, final)
 
 

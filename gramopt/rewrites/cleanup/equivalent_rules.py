@@ -190,16 +190,30 @@ def blocks(grammar: Grammar) -> dict[str, int]:
 
 
 def _blocks(grammar: Grammar, bodies: dict[str, Expr]) -> dict[str, int]:
+    """Partition refinement. A body's signature under a partition is its template (the
+    body with every rule reference replaced by one placeholder) and the blocks of the
+    rules it names, in walk order: two bodies are equal once references are replaced by
+    their blocks exactly when their signatures are. Templates are built once, so a round
+    costs a lookup per reference (a chain of n rules takes n rounds)."""
     names = grammar.names
+    known = set(names)
+    hole = Ref("\0")
+    templates: dict[Expr, int] = {}
+    shape: dict[str, int] = {}
+    named: dict[str, tuple[str, ...]] = {}
+    for r in grammar.rules:
+        body = bodies[r.name]
+        shape[r.name] = templates.setdefault(
+            transform(body, lambda e: hole if isinstance(e, Ref) and e.name in known else e), len(templates))
+        named[r.name] = tuple(e.name for e in walk(body) if isinstance(e, Ref) and e.name in known)
     block = {n: 0 for n in names}
     count = 1
     while True:
-        def canon(e: Expr) -> Expr:
-            return Ref(f"\0{block[e.name]}") if isinstance(e, Ref) and e.name in block else e
         sigs: dict[tuple, int] = {}
         new = {}
-        for r in grammar.rules:
-            new[r.name] = sigs.setdefault((block[r.name], transform(bodies[r.name], canon)), len(sigs))
+        for n in names:
+            key = (block[n], shape[n], tuple(block[m] for m in named[n]))
+            new[n] = sigs.setdefault(key, len(sigs))
         block = new
         if len(sigs) == count:
             return block

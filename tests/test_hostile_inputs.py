@@ -1,0 +1,176 @@
+"""Hostile and unusual inputs (issue 13): each ends with a correct output (exit 0) or a
+one-line error (exit 2), within bounded time and memory; never exit 70 or a traceback."""
+
+from __future__ import annotations
+
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gramopt.cli import main
+from gramopt.formats import parse, read
+from gramopt.grammar import MAX_PASS_DEPTH, GrammarError, Literal, Repeat, depth, expanded_size, lower
+from gramopt.passes import optimize
+from gramopt.verify import check_equivalence
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*argv) -> int:
+    return main([str(a) for a in argv])
+
+
+def chain(n: int) -> str:
+    """``root ::= r0``, ``r_i ::= "x_i" r_{i+1} | "y"``: inlining it nests n deep."""
+    lines = ["root ::= r0"]
+    lines += [f'r{i} ::= "x{i}" r{i + 1} | "y"' for i in range(n - 1)]
+    lines.append(f'r{n - 1} ::= "z"')
+    return "\n".join(lines) + "\n"
+
+
+def words(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    out: set[str] = set()
+    while len(out) < n:
+        out.add("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10))))
+    return sorted(out)
+
+
+# ---------------------------------------------------------------- repetition bounds
+
+
+def test_expanded_size_multiplies_nested_repetitions():
+    assert expanded_size(Repeat(Literal("ab"), 0, 3)) == 6
+    nested = parse('root ::= ((("a"{0,1000}){0,1000}){0,1000})\n', "gbnf")
+    assert expanded_size(nested.rule("root").body) == 10 ** 9
+    with pytest.raises(GrammarError, match="expands to 1,000,000,000 symbols"):
+        lower(nested)
+
+
+def test_a_hundred_million_repetitions_are_refused_fast_and_small(tmp_path):
+    src = tmp_path / "rep.gbnf"
+    src.write_text('root ::= "a"{0,100000000}\n', encoding="utf-8")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "gramopt.cli", "optimize", str(src), "-o", str(tmp_path / "o.gbnf")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=60)
+    seconds = time.perf_counter() - t
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith(f"{src}:1:1: error: rule 'root' expands to 100,000,000 symbols")
+    assert "Traceback" not in p.stderr and not (tmp_path / "o.gbnf").exists()
+    assert seconds < 5 * 3  # < 5 s on a quiet machine; the bound allows a busy CI box
+    assert max(peak_kb, before) < 1024 * 1024  # < 1 GB resident (ru_maxrss is in KB)
+
+
+@pytest.mark.parametrize("command", ["optimize", "analyze", "verify"])
+def test_nested_repetitions_are_refused_by_every_command(tmp_path, capsys, command):
+    src = tmp_path / "nest.gbnf"
+    src.write_text('root ::= ((("a"{0,1000}){0,1000}){0,1000})\n', encoding="utf-8")
+    argv = {"optimize": ["optimize", src, "-o", tmp_path / "o.gbnf"], "analyze": ["analyze", src],
+            "verify": ["verify", src, src]}[command]
+    t = time.perf_counter()
+    assert run(*argv) == 2
+    assert time.perf_counter() - t < 5
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith(f"{src}:1:1: error: rule 'root' expands to 1,000,000,000 symbols")
+
+
+def test_moderate_repetitions_still_optimize_and_verify():
+    g = parse('root ::= "a"{2,50} "b"{3}\n', "gbnf")
+    res = optimize(g)
+    assert res.report.verified == "ok"
+    assert check_equivalence(g, res.grammar).ok
+
+
+# ---------------------------------------------------------------- long chains, deep nesting
+
+
+def test_a_300_rule_chain_optimizes_within_the_depth_bound_and_reads_back(tmp_path):
+    src, out = tmp_path / "chain.gbnf", tmp_path / "out.gbnf"
+    src.write_text(chain(300), encoding="utf-8")
+    assert run("optimize", src, "-o", out) == 0
+    back = read(str(out))
+    assert max(depth(r.body) for r in back.rules) <= MAX_PASS_DEPTH
+    assert check_equivalence(read(str(src)), back).ok
+
+
+@pytest.mark.slow
+def test_a_1000_rule_chain_optimizes_and_reads_back(tmp_path):
+    src, out = tmp_path / "chain.gbnf", tmp_path / "out.gbnf"
+    src.write_text(chain(1000), encoding="utf-8")
+    assert run("optimize", src, "-o", out) == 0
+    assert run("analyze", out) == 0
+    assert check_equivalence(read(str(src)), read(str(out))).ok
+
+
+def test_inlining_never_nests_past_the_bound():
+    g = parse(chain(120), "gbnf")
+    res = optimize(g, verify=False)
+    assert max(depth(r.body) for r in res.grammar.rules) <= MAX_PASS_DEPTH
+
+
+# ---------------------------------------------------------------- large alternations
+
+
+def test_2000_alternatives_factor_into_a_trie_quickly():
+    g = parse("root ::= " + " | ".join(f'"{w}"' for w in words(2000)) + "\n", "gbnf")
+    t = time.perf_counter()
+    res = optimize(g)
+    assert time.perf_counter() - t < 30  # ~2 s on a quiet machine; was 23 s (n^2.2)
+    assert res.report.verified == "ok" and res.report.kappa_after < res.report.kappa_before
+
+
+@pytest.mark.slow
+def test_50000_alternatives_optimize(tmp_path):
+    src, out = tmp_path / "enum.gbnf", tmp_path / "out.gbnf"
+    src.write_text("root ::= " + " | ".join(f'"{w}"' for w in words(50_000)) + "\n", encoding="utf-8")
+    t = time.perf_counter()
+    assert run("optimize", src, "-o", out) == 0
+    assert time.perf_counter() - t < 60  # < 10 s quiet (benchmarks/hostile_inputs.py)
+    assert check_equivalence(read(str(src)), read(str(out))).ok
+
+
+# ---------------------------------------------------------------- encodings
+
+
+def test_utf8_bom_is_accepted(tmp_path, capsys):
+    src = tmp_path / "bom.gbnf"
+    src.write_bytes(b'\xef\xbb\xbfroot ::= "a" | "b"\n')
+    assert run("optimize", src, "-o", "-") == 0
+    assert capsys.readouterr().out.strip() == "root ::= [ab]"
+    assert run("analyze", src) == 0 and run("convert", src) == 0
+
+
+def test_latin1_cfg_is_read_by_every_command(tmp_path, capsys):
+    src = tmp_path / "latin.cfg"
+    src.write_bytes('S -> "caf\xe9" | "na\xefve" S\n'.encode("latin-1"))
+    for argv in (["analyze", src], ["convert", src], ["optimize", src, "-o", tmp_path / "out.cfg"]):
+        assert run(*argv) == 0, argv
+    assert "café" in read(str(tmp_path / "out.cfg")).rule("S").body.__repr__()
+
+
+def test_latin1_is_refused_outside_cfg_with_a_position(tmp_path, capsys):
+    src = tmp_path / "latin.gbnf"
+    src.write_bytes('root ::= "caf\xe9"\n'.encode("latin-1"))
+    assert run("optimize", src, "-o", "-") == 2
+    assert capsys.readouterr().err.startswith(f"{src}:1:14: error: file is not valid UTF-8 text")
+
+
+# ---------------------------------------------------------------- empty language
+
+
+def test_an_empty_language_warns_and_fails_under_strict(tmp_path, capsys):
+    src, out = tmp_path / "empty.gbnf", tmp_path / "out.gbnf"
+    src.write_text('root ::= "a" root\n', encoding="utf-8")
+    assert run("optimize", src, "-o", out) == 0
+    err = capsys.readouterr().err
+    assert f"{src}: warning: the language is empty: rule 'root' derives no finite string" in err
+    assert run("optimize", src, "-o", tmp_path / "strict.gbnf", "--strict") == 2
+    assert capsys.readouterr().err.startswith(f"{src}: error: the language is empty")
+    assert not (tmp_path / "strict.gbnf").exists()
