@@ -106,9 +106,23 @@ class Matcher:
 
     ROOT_LIMIT = 64
 
+    def __new__(cls, *args, backend: str = "earley", **kwargs):
+        """``backend="valiant"`` gives the matrix recognizer's matcher (same API, see
+        gramopt.runtime.matrix), for grammars that stay ambiguous; ``"earley"`` this one.
+        The matrix matcher keeps every column, so any rollback depth is allowed; it takes
+        the Earley matcher's ``max_rollback_tokens`` and ``limits`` but does not use them."""
+        if backend == "valiant":
+            from .matrix import ValiantMatcher
+            for unused in ("mode", "precompute", "max_rollback_tokens", "limits"):
+                kwargs.pop(unused, None)
+            return ValiantMatcher(*args, **kwargs)
+        if backend != "earley":
+            raise ValueError(f"backend is 'earley' or 'valiant', not {backend!r}")
+        return super().__new__(cls)
+
     def __init__(self, grammar: Grammar | CompiledGrammar | TokenTable, vocab: Vocab | None = None,
                  *, mode: str = "cached", precompute: bool = False, max_rollback_tokens: int = -1,
-                 limits: RuntimeLimits | None = None):
+                 limits: RuntimeLimits | None = None, backend: str = "earley"):
         if isinstance(grammar, TokenTable):
             self.table = grammar
         else:

@@ -1,0 +1,16 @@
+"""The matrix (Valiant/CYK) backend of the runtime, for grammars that stay ambiguous.
+
+    from gramopt.runtime import Matcher
+    m = Matcher(grammar, vocab, backend="valiant")     # same API as the Earley Matcher
+
+Modules: cnf (the ε-free binarised normal form and its closures), kernel (numba: one
+table column per byte as bitset products, Pred sets, the trie walk), table (the committed
+columns, growth, rollback), torch_table (the same column as dense torch products, CPU or
+CUDA), matcher (the token-level API). Ambiguity costs nothing extra: the table holds sets
+of nonterminals per span, never derivations.
+"""
+
+from .cnf import CNF, build_cnf
+from .matcher import MatrixCounters, ValiantMatcher
+
+__all__ = ["CNF", "MatrixCounters", "ValiantMatcher", "build_cnf"]

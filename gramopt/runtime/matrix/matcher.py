@@ -1,0 +1,174 @@
+"""Token-level matcher over the matrix recognizer: the Earley Matcher's API and semantics.
+
+    m = Matcher(grammar, vocab, backend="valiant")    # or ValiantMatcher(grammar, vocab)
+    m.fill_next_token_bitmask(bitmask); m.accept_token(tid); m.rollback(k); m.is_terminated()
+
+A token is allowed when the text so far followed by its bytes is a viable prefix (so a
+token may end inside a multi-byte character); a stop token exactly when the text so far
+is in the language, and accepting it terminates. The mask is a depth-first search of the
+vocabulary's byte trie (trie.py), one table column per trie node: a token spanning several
+terminals is just several columns, and a dead prefix prunes its whole subtree.
+
+``device="cpu"`` runs the numba bitset kernels (kernel.py); ``device="cuda"`` or
+``"torch"`` computes the same columns with dense torch products (torch_table.py), used
+for agreement checks and on GPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ...grammar import Grammar
+from ..vocab import Vocab
+from . import kernel as K
+from .cnf import CNF, build_cnf
+
+
+@dataclass(frozen=True)
+class MatrixCounters:
+    """Work of one step (deltas): table columns computed, non-empty split points visited,
+    cells made final, bitset products and the 64-bit words they OR-ed, trie nodes walked."""
+
+    columns: int = 0
+    splits: int = 0
+    cells: int = 0
+    products: int = 0
+    words: int = 0
+    trie_nodes: int = 0
+
+    @staticmethod
+    def delta(after: np.ndarray, before: np.ndarray) -> "MatrixCounters":
+        d = [int(x) for x in after - before]
+        return MatrixCounters(*d[:K.N_COUNTERS])
+
+    def as_dict(self) -> dict:
+        return dict(columns=self.columns, splits=self.splits, cells=self.cells,
+                    products=self.products, words=self.words, trie_nodes=self.trie_nodes)
+
+
+@lru_cache(maxsize=16)
+def cnf_of(grammar: Grammar) -> CNF:
+    """The binarised normal form of ``grammar`` (cached per grammar)."""
+    return build_cnf(grammar)
+
+
+class ValiantMatcher:
+    """Grammar-constrained decoding state over one vocabulary, on the matrix recognizer."""
+
+    backend = "valiant"
+
+    def __init__(self, grammar: Grammar | CNF, vocab: Vocab | None = None, *, device: str = "cpu"):
+        self.cnf = grammar if isinstance(grammar, CNF) else cnf_of(grammar)
+        self.vocab = vocab if vocab is not None else Vocab.qwen()
+        self.device = device
+        if device == "cpu":
+            from .table import Table
+            self.table = Table(self.cnf)
+        elif device in ("cuda", "torch") or device.startswith("cuda:"):
+            from .torch_table import TorchTable
+            self.table = TorchTable(self.cnf, "cpu" if device == "torch" else device)
+        else:
+            raise ValueError(f"device is 'cpu', 'torch' or 'cuda', not {device!r}")
+        self._buf = np.zeros(self.vocab.n_words, np.uint32)
+        self.last_counters = MatrixCounters()
+        self.reset()
+
+    # ------------------------------------------------------------ state
+    def reset(self) -> None:
+        self.table.truncate(0)
+        self._history: list[tuple[int, bool]] = []
+        self._terminated = False
+
+    def is_terminated(self) -> bool:
+        return self._terminated
+
+    def can_terminate(self) -> bool:
+        """True when the text so far is in the language (a stop token is allowed)."""
+        return not self._terminated and self.table.accepting()
+
+    def rollback(self, k: int = 1) -> None:
+        if k > len(self._history):
+            raise ValueError(f"cannot roll back {k} tokens: only {len(self._history)} accepted")
+        for _ in range(k):
+            n, eos = self._history.pop()
+            if eos:
+                self._terminated = False
+            else:
+                self.table.truncate(n)
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self._history)
+
+    # ------------------------------------------------------------ steps
+    def accept_token(self, token_id: int) -> bool:
+        """Advance by one token; False (and no change) when the token is not allowed."""
+        before = self.table.counters.copy()
+        ok = self._accept(int(token_id))
+        self.last_counters = MatrixCounters.delta(self.table.counters, before)
+        return ok
+
+    def _accept(self, tid: int) -> bool:
+        if self._terminated or not 0 <= tid < len(self.vocab):
+            return False
+        if tid in self.vocab.eos_ids:
+            if self.table.accepting():
+                self._history.append((self.table.n, True))
+                self._terminated = True
+                return True
+            return False
+        data = self.vocab.token_bytes[tid]
+        return bool(data) and self._push(data)
+
+    def accept_bytes(self, data: bytes) -> bool:
+        """Advance by raw bytes (one history step); for tests and text prefixes."""
+        return not self._terminated and self._push(bytes(data))
+
+    def _push(self, data: bytes) -> bool:
+        n = self.table.n
+        if not self.table.viable() or not self.table.push(data):
+            return False
+        self._history.append((n, False))
+        return True
+
+    # ------------------------------------------------------------ masks
+    def compute_mask(self) -> np.ndarray:
+        """The packed mask as uint32 words (a view of an internal buffer)."""
+        buf = self._buf
+        buf[:] = 0
+        before = self.table.counters.copy()
+        if not self._terminated:
+            self.table.walk(self.vocab.trie, buf)
+            if self.table.accepting():
+                for e in self.vocab.eos_ids:
+                    buf[e >> 5] |= np.uint32(1 << (e & 31))
+        self.last_counters = MatrixCounters.delta(self.table.counters, before)
+        return buf
+
+    def fill_next_token_bitmask(self, out, row: int = 0) -> MatrixCounters:
+        """Write the mask into ``out``: a numpy int32 array of ceil(n/32) words, or
+        (batch, words) with ``row``; or a torch int32 tensor of the same shapes (any
+        device). Returns the step's counters."""
+        buf = self.compute_mask().view(np.int32)
+        if isinstance(out, np.ndarray):
+            target = out if out.ndim == 1 else out[row]
+            if target.shape[0] < len(buf):
+                raise ValueError(f"bitmask has {target.shape[0]} words, need {len(buf)}")
+            target[:len(buf)] = buf
+            target[len(buf):] = 0
+        else:  # torch
+            import torch
+            target = out if out.dim() == 1 else out[row]
+            target[:len(buf)].copy_(torch.from_numpy(buf.copy()).to(target.device))
+            if target.shape[0] > len(buf):
+                target[len(buf):] = 0
+        return self.last_counters
+
+    def allowed_tokens(self) -> np.ndarray:
+        """Ids of the allowed tokens (unpacked mask), for tests and debugging."""
+        buf = self.compute_mask()
+        bits = np.unpackbits(buf.view(np.uint8), bitorder="little")
+        return np.nonzero(bits[:len(self.vocab)])[0]

@@ -1,0 +1,135 @@
+"""The recognizer state: the committed columns of the incremental table and their growth.
+
+    tab = Table(build_cnf(grammar))
+    tab.push(b"text")        # → bool (False: not viable, state unchanged)
+    tab.n                    # bytes committed; tab.truncate(n) rolls back
+    tab.accepting()          # the committed text is in the language
+    tab.walk(trie, out)      # OR the viable tokens into ``out`` (uint32 words)
+
+Arrays are numpy (the numba kernels of kernel.py work on them in place); a capacity that
+runs out makes the kernel return OVERFLOW with nothing committed, and the array doubles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernel as K
+from .cnf import CNF
+
+
+class Table:
+    """Columns 0..n of the table for the bytes pushed so far (see kernel.py)."""
+
+    def __init__(self, cnf: CNF, capacity: int = 256):
+        self.cnf = cnf
+        n = max(cnf.n, 1)
+        self._g = cnf.arrays()
+        self.counters = np.zeros(K.N_COUNTERS, np.int64)
+        self.cur_idx = np.full(n, -1, np.int32)
+        self.prev_idx = np.full(n, -1, np.int32)
+        self.in_f = np.zeros(n, np.bool_)
+        self.seed_flag = np.zeros(n, np.bool_)
+        self.finals = np.zeros(n, np.int32)
+        self._alloc(capacity, 4 * n + 64, 16 * n + 1024)
+        self._accepting = [cnf.start_nullable]  # per committed length
+        self.n = 0
+        K.write_pred0(cnf.n, cnf.start, cnf.lc_star, self.pred_row, self.pred_t)
+
+    # ------------------------------------------------------------ storage
+    def _alloc(self, cap_t: int, cap_e: int, cap_p: int) -> None:
+        n = max(self.cnf.n, 1)
+        self.col_start = np.zeros(cap_t + 2, np.int64)
+        self.col_pool = np.zeros(cap_t + 2, np.int64)
+        self.col_r1 = np.zeros(cap_t + 2, np.int64)
+        self.ent_nt = np.zeros(cap_e, np.int32)
+        self.ent_off = np.zeros(cap_e, np.int64)
+        self.pool = np.zeros(cap_p, np.uint64)
+        self.pred_row = np.zeros((cap_t + 2, self.cnf.words), np.uint64)
+        self.pred_t = np.zeros((n, (cap_t + 2 + 63) // 64), np.uint64)
+
+    def _grow(self, need_t: int) -> None:
+        """Make room for column ``need_t`` (columns below it in use), keeping the contents."""
+        old = (self.col_start, self.col_pool, self.col_r1, self.ent_nt, self.ent_off, self.pool,
+               self.pred_row, self.pred_t)
+        n = max(self.cnf.n, 1)
+        cap_t = len(self.col_start) - 2
+        if need_t + 2 >= cap_t:
+            cap_t = max(2 * cap_t, need_t + 8)
+        top = min(need_t, len(self.col_start) - 1)
+        e_used = int(self.col_start[top])
+        p_used = int(self.col_pool[top - 1]) if top >= 1 else 0
+        nw = (need_t + 63) // 64 + 1
+        cap_e = max(len(self.ent_nt), 2 * (e_used + n))
+        cap_p = max(len(self.pool), 2 * (p_used + n * nw))
+        self._alloc(cap_t, cap_e, cap_p)
+        for new, o in zip((self.col_start, self.col_pool, self.col_r1, self.ent_nt, self.ent_off,
+                           self.pool), old):
+            new[:len(o)] = o[:len(new)]
+        self.pred_row[:old[6].shape[0]] = old[6]
+        self.pred_t[:, :old[7].shape[1]] = old[7]
+
+    def _state(self) -> tuple:
+        return (*self._g, self.cnf.start, self.col_start, self.col_pool, self.col_r1, self.ent_nt, self.ent_off,
+                self.pool, self.pred_row, self.pred_t, self.cur_idx, self.prev_idx, self.in_f,
+                self.finals, self.seed_flag, self.counters)
+
+    # ------------------------------------------------------------ steps
+    def push(self, data: bytes) -> bool:
+        """Append ``data``; False (state unchanged) when the prefix stops being viable."""
+        n0 = self.n
+        acc = []
+        for i, b in enumerate(data):
+            t = n0 + i + 1
+            while True:
+                st, ok = K.push_byte(*self._state(), t, b, False)
+                if st != K.OVERFLOW:
+                    break
+                self._grow(t)
+            if st == K.DEAD:
+                return False
+            acc.append(bool(ok))
+        self.n = n0 + len(data)
+        self._accepting[n0 + 1:] = acc
+        return True
+
+    def truncate(self, n: int) -> None:
+        if not 0 <= n <= self.n:
+            raise ValueError(f"cannot truncate to {n}: {self.n} bytes committed")
+        self.n = n
+        del self._accepting[n + 1:]
+
+    def accepting(self) -> bool:
+        return self._accepting[self.n]
+
+    def viable(self) -> bool:
+        """The committed text is a viable prefix (always, except ε of an empty language)."""
+        return self.n > 0 or self.cnf.start >= 0 or self.cnf.start_nullable
+
+    def walk(self, trie, out: np.ndarray) -> None:
+        """OR into ``out`` the tokens of ``trie`` that keep the committed text viable."""
+        if self.cnf.start < 0:
+            return
+        depth = _max_depth(trie)
+        while True:
+            if self.n + depth + 2 >= len(self.col_start) - 2 or \
+                    (self.n + depth + 2) // 64 >= self.pred_t.shape[1]:
+                self._grow(self.n + depth + 2)
+                continue
+            st = K.walk_trie(*self._state(), self.n, trie.byte, trie.depth, trie.size,
+                             trie.tok_start, trie.tok_ids, out)
+            if st >= 0:
+                return
+            self._grow(-st)
+
+
+_DEPTHS: dict[int, tuple[object, int]] = {}
+
+
+def _max_depth(trie) -> int:
+    """The longest token's length in bytes (cached per trie)."""
+    hit = _DEPTHS.get(id(trie))
+    if hit is None or hit[0] is not trie:
+        hit = (trie, int(trie.depth.max()) if trie.n_nodes > 1 else 0)
+        _DEPTHS[id(trie)] = hit
+    return hit[1]
