@@ -7,7 +7,10 @@ Built from the canonical BNF lowering (``gramopt.grammar.bnf.lower``), step by s
                       one range → the preterminal [lo-hi]; several → a helper C with
                       C → [..][..] per sequence.  Every terminal is a preterminal
                       nonterminal P with P ⇒ b for the bytes b of its range.
-      2. binarise     A → X1 X2 … Xk (k > 2)  ⇒  A → X1 A@1, A@1 → X2 A@2, …, A@k-2 → Xk-1 Xk
+      2. binarise     A → X1 X2 … Xk (k > 2)  ⇒  A → X1 @(X2…Xk), @(X2…Xk) → X2 @(X3…Xk), …,
+                      @(Xk-1 Xk) → Xk-1 Xk: one helper per distinct tail, shared by every rule
+                      that ends in it (it derives exactly that concatenation), so a word
+                      spelled in many rules is one chain
       3. ε            nullable(A) as a least fixpoint; A → B C gives A → C when B ⇒* ε and
                       A → B when C ⇒* ε; ε-productions are dropped.  The result derives
                       L(A) \\ {ε} from every A (the classical argument: in a derivation of a
@@ -16,7 +19,8 @@ Built from the canonical BNF lowering (``gramopt.grammar.bnf.lower``), step by s
       4. trim         unproductive nonterminals (no non-empty string) and unreachable ones go,
                       with every rule that mentions them.
       5. relations    unit closure U* (A ⇒* C by unit rules: ``up[C]`` lists every such A),
-                      left-corner closure LC* (A ⇒* X β; binary and unit rules alike).
+                      left corners (A → X β, binary and unit rules alike) whose closure LC*
+                      the kernel walks from the seeds of each Pred set (no N×N matrix).
 
 Prefix semantics are kept exactly: a non-empty prefix w is viable iff w ∈ L or some X with
 S ⇒* w X γ exists (X non-empty by step 4) — the test of ``table.py``; ε itself is viable iff
@@ -56,7 +60,8 @@ class CNF:
     r1_c: np.ndarray
     up_start: np.ndarray  # U*: up[up_start[c]:up_start[c+1]] = {A : A ⇒* c by units}, c first
     up: np.ndarray
-    lc_star: np.ndarray  # uint64[N, W]: bit X of row A ⇔ A ⇒* X β (reflexive)
+    lc_start: np.ndarray  # left corners: A → X … (binary or unit) ⇔ X ∈ lc[lc_start[A]:…]
+    lc: np.ndarray
     stats: dict = field(default_factory=dict)
 
     @property
@@ -65,12 +70,13 @@ class CNF:
 
     @property
     def words(self) -> int:
-        return self.lc_star.shape[1]
+        """uint64 words of an N-bit row."""
+        return max(1, (self.n + 63) // 64)
 
     def arrays(self) -> tuple:
         """The tuple the kernels take, in their order."""
         return (self.byte_start, self.byte_pre, self.r2_start, self.r2_lhs, self.r2_b,
-                self.r1_start, self.r1_lhs, self.r1_c, self.up_start, self.up, self.lc_star)
+                self.r1_start, self.r1_lhs, self.r1_c, self.up_start, self.up, self.lc_start, self.lc)
 
 
 def build_cnf(grammar: Grammar) -> CNF:
@@ -121,18 +127,28 @@ def build_cnf(grammar: Grammar) -> CNF:
     binary: list[tuple[str, str, str]] = []
     unit: list[tuple[str, str]] = []
     empty: set[str] = set()
+    suffix: dict[tuple[str, str], str] = {}  # one helper per distinct tail, shared by all rules
+
+    def tail(xs: tuple[str, ...]) -> str:
+        """The helper deriving exactly xs (xs itself when one symbol), built from the end;
+        keyed by (first symbol, helper of the rest), so equal tails share every helper."""
+        nm = xs[-1]
+        for x in reversed(xs[:-1]):
+            key = (x, nm)
+            h = suffix.get(key)
+            if h is None:
+                h = suffix[key] = f"@{len(suffix)}"
+                binary.append((h, x, nm))
+            nm = h
+        return nm
+
     for lhs, rhs in rules:
         if not rhs:
             empty.add(lhs)
         elif len(rhs) == 1:
             unit.append((lhs, rhs[0]))
         else:
-            cur = lhs
-            for i in range(len(rhs) - 2):
-                nxt = f"{lhs}@{len(binary)}"
-                binary.append((cur, rhs[i], nxt))
-                cur = nxt
-            binary.append((cur, rhs[-2], rhs[-1]))
+            binary.append((lhs, rhs[0], tail(rhs[1:])))
 
     # 3. ε: nullable fixpoint, then unit rules standing in for nullable children
     nullable = set(empty)
@@ -221,14 +237,12 @@ def build_cnf(grammar: Grammar) -> CNF:
     ru_start, ru = _csr(rev_unit)
     lc_start, lc = _csr([sorted(set(e)) for e in lc_edges])
     up_start, up = _closure_lists(ru_start, ru, n)
-    words = max(1, (n + 63) // 64)
-    lc_star = _closure_bits(lc_start, lc, n, words)
 
     stats = {"nonterminals": n, "binary_rules": len(binary), "unit_rules": len(units),
              "preterminals": sum(1 for nm in pre_range if nm in idx)}
     return CNF(names, idx[start] if start in idx else -1, grammar.start in nullable,
                byte_start, byte_pre, r2_start, bl[r2], bb[r2], r1_start, bl[r1], bc[r1],
-               up_start, up, lc_star, stats)
+               up_start, up, lc_start, lc, stats)
 
 
 def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -270,27 +284,3 @@ def _closure_lists(start, edges, n):
                     sp += 1
         out_start[c + 1] = m
     return out_start, out[:m].copy()
-
-
-@njit(cache=True)
-def _closure_bits(start, edges, n, words):
-    """Row A: bit X set ⇔ X reachable from A along ``edges`` (reflexive)."""
-    bits = np.zeros((n, words), np.uint64)
-    mark = np.full(n, -1, np.int32)
-    stack = np.empty(n, np.int32)
-    for a in range(n):
-        sp = 0
-        stack[sp] = a
-        sp += 1
-        mark[a] = a
-        while sp > 0:
-            sp -= 1
-            x = stack[sp]
-            bits[a, x >> 6] |= np.uint64(1) << np.uint64(x & 63)
-            for j in range(start[x], start[x + 1]):
-                y = edges[j]
-                if mark[y] != a:
-                    mark[y] = a
-                    stack[sp] = y
-                    sp += 1
-    return bits

@@ -67,13 +67,40 @@ def _low_index(x):
 
 
 @njit(cache=True)
-def write_pred0(n, start, lc_star, pred_row, pred_t):
+def _close_pred(lc_start, lc, pred_row, pred_t, stack, seeds, ns, t):
+    """Pred(t) = LC*(seeds): a depth-first walk of the left corners, marking row t and the
+    positions of ``pred_t``; returns whether anything is predicted."""
+    tw = t >> 6
+    tb = _ONE << np.uint64(t & 63)
+    sp = 0
+    for i in range(ns):
+        c = seeds[i]
+        if not _bit(pred_row, t, c):
+            pred_row[t, c >> 6] |= _ONE << np.uint64(c & 63)
+            pred_t[c, tw] |= tb
+            stack[sp] = c
+            sp += 1
+    found = sp > 0
+    while sp > 0:
+        sp -= 1
+        x = stack[sp]
+        for j in range(lc_start[x], lc_start[x + 1]):
+            y = lc[j]
+            if not _bit(pred_row, t, y):
+                pred_row[t, y >> 6] |= _ONE << np.uint64(y & 63)
+                pred_t[y, tw] |= tb
+                stack[sp] = y
+                sp += 1
+    return found
+
+
+@njit(cache=True)
+def write_pred0(start, lc_start, lc, pred_row, pred_t, stack):
     """Pred(0) = LC*(S) (nothing when the start derives no non-empty string)."""
     _clear_pred(pred_row, pred_t, 0)
     if start >= 0:
-        for w in range(pred_row.shape[1]):
-            pred_row[0, w] = lc_star[start, w]
-        _mark_pred(pred_row, pred_t, 0)
+        seeds = np.full(1, start, np.int32)
+        _close_pred(lc_start, lc, pred_row, pred_t, stack, seeds, 1, 0)
 
 
 @njit(cache=True)
@@ -89,22 +116,6 @@ def _clear_pred(pred_row, pred_t, t):
         pred_row[t, w] = 0
 
 
-@njit(cache=True)
-def _mark_pred(pred_row, pred_t, t):
-    tw = t >> 6
-    tb = _ONE << np.uint64(t & 63)
-    nonempty = False
-    for w in range(pred_row.shape[1]):
-        x = pred_row[t, w]
-        if x:
-            nonempty = True
-        while x:
-            a = w * 64 + _low_index(x)
-            pred_t[a, tw] |= tb
-            x &= x - _ONE
-    return nonempty
-
-
 @njit(cache=True, inline="always")
 def _live(byte_start, byte_pre, pred_row, k, b):
     """Some preterminal of byte b is predicted at k (else the prefix dies at b)."""
@@ -116,8 +127,8 @@ def _live(byte_start, byte_pre, pred_row, k, b):
 
 @njit(cache=True)
 def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c, up_start, up,
-              lc_star, start, col_start, col_pool, col_r1, ent_nt, ent_off, pool, pred_row, pred_t,
-              cur_idx, prev_idx, in_f, finals, seed_flag, counters, t, b, only_viable):
+              lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off, pool, pred_row, pred_t,
+              cur_idx, prev_idx, in_f, finals, seed_flag, stack, counters, t, b, only_viable):
     """Compute column t from columns < t for byte ``b`` at position t-1; write Pred(t).
     Returns (status, accepting). With ``only_viable`` (a trie leaf: nothing will be built
     on this column) it may return VIABLE as soon as one nonterminal is predicted at t,
@@ -126,7 +137,7 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
     k = t - 1
     if not _live(byte_start, byte_pre, pred_row, k, b):
         return DEAD, False
-    n = lc_star.shape[0]
+    n = cur_idx.shape[0]
     nw = (t + 63) >> 6
     e0 = col_start[t]
     p0 = col_pool[t - 1]
@@ -346,18 +357,15 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
                     ns += 1
                     break
     for i in range(ns):
-        c = finals[i]
-        seed_flag[c] = False
-        for w in range(pred_row.shape[1]):
-            pred_row[t, w] |= lc_star[c, w]
-    predicted = _mark_pred(pred_row, pred_t, t)
+        seed_flag[finals[i]] = False
+    predicted = _close_pred(lc_start, lc, pred_row, pred_t, stack, finals, ns, t)
     return (VIABLE if (predicted or accepting) else DEAD), accepting
 
 
 @njit(cache=True)
 def walk_trie(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c, up_start, up,
-              lc_star, start, col_start, col_pool, col_r1, ent_nt, ent_off, pool, pred_row, pred_t,
-              cur_idx, prev_idx, in_f, finals, seed_flag, counters, n,
+              lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off, pool, pred_row, pred_t,
+              cur_idx, prev_idx, in_f, finals, seed_flag, stack, counters, n,
               tbyte, tdepth, tsize, tok_start, tok_ids, out):
     """Set in ``out`` (uint32 words) every token whose bytes keep the prefix of length n
     viable: depth-first over the trie, one column per node, a dead node's subtree skipped.
@@ -372,8 +380,8 @@ def walk_trie(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
             i += tsize[i]
             continue
         st, _ = push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c,
-                          up_start, up, lc_star, start, col_start, col_pool, col_r1, ent_nt, ent_off,
-                          pool, pred_row, pred_t, cur_idx, prev_idx, in_f, finals, seed_flag,
+                          up_start, up, lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off,
+                          pool, pred_row, pred_t, cur_idx, prev_idx, in_f, finals, seed_flag, stack,
                           counters, t, tbyte[i], tsize[i] == 1)
         if st == OVERFLOW:
             return -t  # the column that needs room

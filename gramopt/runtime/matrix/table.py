@@ -31,10 +31,11 @@ class Table:
         self.in_f = np.zeros(n, np.bool_)
         self.seed_flag = np.zeros(n, np.bool_)
         self.finals = np.zeros(n, np.int32)
+        self.stack = np.zeros(n, np.int32)
         self._alloc(capacity, 4 * n + 64, 16 * n + 1024)
         self._accepting = [cnf.start_nullable]  # per committed length
         self.n = 0
-        K.write_pred0(cnf.n, cnf.start, cnf.lc_star, self.pred_row, self.pred_t)
+        K.write_pred0(cnf.start, cnf.lc_start, cnf.lc, self.pred_row, self.pred_t, self.stack)
 
     # ------------------------------------------------------------ storage
     def _alloc(self, cap_t: int, cap_e: int, cap_p: int) -> None:
@@ -72,7 +73,7 @@ class Table:
     def _state(self) -> tuple:
         return (*self._g, self.cnf.start, self.col_start, self.col_pool, self.col_r1, self.ent_nt, self.ent_off,
                 self.pool, self.pred_row, self.pred_t, self.cur_idx, self.prev_idx, self.in_f,
-                self.finals, self.seed_flag, self.counters)
+                self.finals, self.seed_flag, self.stack, self.counters)
 
     # ------------------------------------------------------------ steps
     def push(self, data: bytes) -> bool:
