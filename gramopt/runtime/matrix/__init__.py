@@ -5,8 +5,7 @@
 
 Modules: cnf (the ε-free binarised normal form and its closures), kernel (numba: one
 table column per byte as bitset products, Pred sets, the trie walk), table (the committed
-columns, growth, rollback), torch_table (the same column as dense torch products, CPU or
-CUDA), matcher (the token-level API). Ambiguity costs nothing extra: the table holds sets
+columns, growth, rollback), matcher (the token-level API). CPU only for now. Ambiguity costs nothing extra: the table holds sets
 of nonterminals per span, never derivations.
 """
 

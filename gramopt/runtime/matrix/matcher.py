@@ -9,9 +9,8 @@ is in the language, and accepting it terminates. The mask is a depth-first searc
 vocabulary's byte trie (trie.py), one table column per trie node: a token spanning several
 terminals is just several columns, and a dead prefix prunes its whole subtree.
 
-``device="cpu"`` runs the numba bitset kernels (kernel.py); ``device="cuda"`` or
-``"torch"`` computes the same columns with dense torch products (torch_table.py), used
-for agreement checks and on GPUs.
+The columns are computed by the numba bitset kernels (kernel.py) on the CPU; there is no
+torch/CUDA path yet (``device`` other than "cpu" is refused).
 """
 
 from __future__ import annotations
@@ -23,8 +22,9 @@ import numpy as np
 
 from ...grammar import Grammar
 from ..vocab import Vocab
-from . import kernel as K
+from .kernel import N_COUNTERS
 from .cnf import CNF, build_cnf
+from .table import Table
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class MatrixCounters:
     @staticmethod
     def delta(after: np.ndarray, before: np.ndarray) -> "MatrixCounters":
         d = [int(x) for x in after - before]
-        return MatrixCounters(*d[:K.N_COUNTERS])
+        return MatrixCounters(*d[:N_COUNTERS])
 
     def as_dict(self) -> dict:
         return dict(columns=self.columns, splits=self.splits, cells=self.cells,
@@ -64,14 +64,9 @@ class ValiantMatcher:
         self.cnf = grammar if isinstance(grammar, CNF) else cnf_of(grammar)
         self.vocab = vocab if vocab is not None else Vocab.qwen()
         self.device = device
-        if device == "cpu":
-            from .table import Table
-            self.table = Table(self.cnf)
-        elif device in ("cuda", "torch") or device.startswith("cuda:"):
-            from .torch_table import TorchTable
-            self.table = TorchTable(self.cnf, "cpu" if device == "torch" else device)
-        else:
-            raise ValueError(f"device is 'cpu', 'torch' or 'cuda', not {device!r}")
+        if device != "cpu":
+            raise ValueError(f"the matrix backend runs on device 'cpu' only, not {device!r}")
+        self.table = Table(self.cnf)
         self._buf = np.zeros(self.vocab.n_words, np.uint32)
         self.last_counters = MatrixCounters()
         self.reset()

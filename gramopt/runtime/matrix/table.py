@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernel as K
+from .kernel import N_COUNTERS, OVERFLOW, DEAD, push_byte, walk_trie, write_pred0
 from .cnf import CNF
 
 
@@ -25,7 +25,7 @@ class Table:
         self.cnf = cnf
         n = max(cnf.n, 1)
         self._g = cnf.arrays()
-        self.counters = np.zeros(K.N_COUNTERS, np.int64)
+        self.counters = np.zeros(N_COUNTERS, np.int64)
         self.cur_idx = np.full(n, -1, np.int32)
         self.prev_idx = np.full(n, -1, np.int32)
         self.in_f = np.zeros(n, np.bool_)
@@ -35,7 +35,7 @@ class Table:
         self._alloc(capacity, 4 * n + 64, 16 * n + 1024)
         self._accepting = [cnf.start_nullable]  # per committed length
         self.n = 0
-        K.write_pred0(cnf.start, cnf.lc_start, cnf.lc, self.pred_row, self.pred_t, self.stack)
+        write_pred0(cnf.start, cnf.lc_start, cnf.lc, self.pred_row, self.pred_t, self.stack)
 
     # ------------------------------------------------------------ storage
     def _alloc(self, cap_t: int, cap_e: int, cap_p: int) -> None:
@@ -83,11 +83,11 @@ class Table:
         for i, b in enumerate(data):
             t = n0 + i + 1
             while True:
-                st, ok = K.push_byte(*self._state(), t, b, False)
-                if st != K.OVERFLOW:
+                st, ok = push_byte(*self._state(), t, b, False)
+                if st != OVERFLOW:
                     break
                 self._grow(t)
-            if st == K.DEAD:
+            if st == DEAD:
                 return False
             acc.append(bool(ok))
         self.n = n0 + len(data)
@@ -117,7 +117,7 @@ class Table:
                     (self.n + depth + 2) // 64 >= self.pred_t.shape[1]:
                 self._grow(self.n + depth + 2)
                 continue
-            st = K.walk_trie(*self._state(), self.n, trie.byte, trie.depth, trie.size,
+            st = walk_trie(*self._state(), self.n, trie.byte, trie.depth, trie.size,
                              trie.tok_start, trie.tok_ids, out)
             if st >= 0:
                 return
