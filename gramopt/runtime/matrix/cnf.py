@@ -18,6 +18,10 @@ Built from the canonical BNF lowering (``gramopt.grammar.bnf.lower``), step by s
                       whose other child is non-empty, so the matching unit rule replaces it).
       4. trim         unproductive nonterminals (no non-empty string) and unreachable ones go,
                       with every rule that mentions them.
+      6. bigrams      ``follows[b, c]``: some A → B C has b ∈ LAST(B) and c ∈ FIRST(C), an
+                      over-approximation of the adjacent byte pairs of every string any
+                      nonterminal derives; the trie walk treats a node none of whose children
+                      can follow it as a leaf (its column need only show it viable).
       5. relations    unit closure U* (A ⇒* C by unit rules: ``up[C]`` lists every such A),
                       left corners (A → X β, binary and unit rules alike) whose closure LC*
                       the kernel walks from the seeds of each Pred set (no N×N matrix).
@@ -62,6 +66,7 @@ class CNF:
     up: np.ndarray
     lc_start: np.ndarray  # left corners: A → X … (binary or unit) ⇔ X ∈ lc[lc_start[A]:…]
     lc: np.ndarray
+    follows: np.ndarray  # bool[256, 256]: byte c may follow byte b inside a sentence
     stats: dict = field(default_factory=dict)
 
     @property
@@ -242,7 +247,7 @@ def build_cnf(grammar: Grammar) -> CNF:
              "preterminals": sum(1 for nm in pre_range if nm in idx)}
     return CNF(names, idx[start] if start in idx else -1, grammar.start in nullable,
                byte_start, byte_pre, r2_start, bl[r2], bb[r2], r1_start, bl[r1], bc[r1],
-               up_start, up, lc_start, lc, stats)
+               up_start, up, lc_start, lc, _follows(names, idx, binary, units, pre_range), stats)
 
 
 def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -284,3 +289,34 @@ def _closure_lists(start, edges, n):
                     sp += 1
         out_start[c + 1] = m
     return out_start, out[:m].copy()
+
+
+def _follows(names, idx, binary, units, pre_range) -> np.ndarray:
+    """FIRST/LAST byte sets as least fixpoints, then the pairs every binary rule joins."""
+    n = len(names)
+    first = np.zeros((n, 256), np.bool_)
+    for nm, (lo, hi) in pre_range.items():
+        if nm in idx:
+            first[idx[nm], lo:hi + 1] = True
+    last = first.copy()
+    bl = [(idx[a], idx[b], idx[c]) for a, b, c in binary]
+    ul = [(idx[a], idx[b]) for a, b in units]
+    changed = True
+    while changed:
+        changed = False
+        for a, b, c in bl:
+            if (first[b] & ~first[a]).any():
+                first[a] |= first[b]
+                changed = True
+            if (last[c] & ~last[a]).any():
+                last[a] |= last[c]
+                changed = True
+        for a, b in ul:
+            if (first[b] & ~first[a]).any() or (last[b] & ~last[a]).any():
+                first[a] |= first[b]
+                last[a] |= last[b]
+                changed = True
+    follows = np.zeros((256, 256), np.bool_)
+    for _, b, c in bl:
+        follows[np.ix_(last[b], first[c])] = True
+    return follows

@@ -27,6 +27,8 @@ predicted (bit t), both written together so a stale position is cleared from the
 State (committed columns 0..T; rolling back is lowering T — nothing else to undo):
   col_start[t] .. col_start[t+1]   entries of column t (t ≥ 1; column 0 is empty)
   col_pool[t]                      pool words used after column t
+  ent_lo[e]                        the first non-zero word of entry e's bitset (products
+                                   and prediction start there: most bitsets are short)
   col_r1[t]                        rules with a left child in column t (picks the cheaper
                                    side of a product: by left child or by right child)
 Kernel status: VIABLE (1), DEAD (0), OVERFLOW (-1: a capacity ran out; grow and retry).
@@ -127,7 +129,7 @@ def _live(byte_start, byte_pre, pred_row, k, b):
 
 @njit(cache=True)
 def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c, up_start, up,
-              lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off, pool, pred_row, pred_t,
+              lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off, ent_lo, pool, pred_row, pred_t,
               cur_idx, prev_idx, in_f, finals, seed_flag, stack, counters, t, b, only_viable):
     """Compute column t from columns < t for byte ``b`` at position t-1; write Pred(t).
     Returns (status, accepting). With ``only_viable`` (a trie leaf: nothing will be built
@@ -260,12 +262,13 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
                             ne += 1
                         dst = ent_off[e0 + e]
                         src = ent_off[src_e]
-                        for w in range(kwords):
+                        lo = ent_lo[src_e]
+                        for w in range(lo, kwords):
                             x = pool[src + w]
                             pool[dst + w] |= x
                             anyb[w] |= x
                         c_products += 1
-                        c_words += kwords
+                        c_words += kwords - lo
             else:
                 # by the right child: the final C's rules whose left child is in column k
                 for e in range(ks, ke):
@@ -289,12 +292,13 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
                             ne += 1
                         dst = ent_off[e0 + e]
                         src = ent_off[src_e]
-                        for w in range(kwords):
+                        lo = ent_lo[src_e]
+                        for w in range(lo, kwords):
                             x = pool[src + w]
                             pool[dst + w] |= x
                             anyb[w] |= x
                         c_products += 1
-                        c_words += kwords
+                        c_words += kwords - lo
                 for e in range(ks, ke):
                     prev_idx[ent_nt[e]] = -1
         for i in range(nf):
@@ -319,12 +323,10 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
         a = ent_nt[e0 + e]
         cur_idx[a] = -1
         off = ent_off[e0 + e]
-        nz = False
-        for w in range(nw):
-            if pool[off + w]:
-                nz = True
-                break
-        if not nz:
+        lo = 0
+        while lo < nw and pool[off + lo] == 0:
+            lo += 1
+        if lo == nw:
             continue
         dst = p0 + m * nw
         if dst != off:
@@ -332,6 +334,7 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
                 pool[dst + w] = pool[off + w]
         ent_nt[e0 + m] = a
         ent_off[e0 + m] = dst
+        ent_lo[e0 + m] = lo
         r1cost += r1_start[a + 1] - r1_start[a]
         if a == start and pool[dst] & _ONE:
             accepting = True
@@ -350,7 +353,7 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
             if seed_flag[c]:
                 continue
             a = r1_lhs[r]
-            for w in range(nw):
+            for w in range(ent_lo[e], nw):
                 if pool[off + w] & pred_t[a, w]:
                     seed_flag[c] = True
                     finals[ns] = c
@@ -364,8 +367,8 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
 
 @njit(cache=True)
 def walk_trie(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c, up_start, up,
-              lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off, pool, pred_row, pred_t,
-              cur_idx, prev_idx, in_f, finals, seed_flag, stack, counters, n,
+              lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off, ent_lo, pool, pred_row, pred_t,
+              cur_idx, prev_idx, in_f, finals, seed_flag, stack, counters, n, follows,
               tbyte, tdepth, tsize, tok_start, tok_ids, out):
     """Set in ``out`` (uint32 words) every token whose bytes keep the prefix of length n
     viable: depth-first over the trie, one column per node, a dead node's subtree skipped.
@@ -379,10 +382,18 @@ def walk_trie(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
         if not _live(byte_start, byte_pre, pred_row, t - 1, tbyte[i]):
             i += tsize[i]
             continue
+        # a node none of whose children may follow its byte is a leaf for the walk
+        leaf = True
+        j = i + 1
+        while j < i + tsize[i]:
+            if follows[tbyte[i], tbyte[j]]:
+                leaf = False
+                break
+            j += tsize[j]
         st, _ = push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c,
-                          up_start, up, lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off,
+                          up_start, up, lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off, ent_lo,
                           pool, pred_row, pred_t, cur_idx, prev_idx, in_f, finals, seed_flag, stack,
-                          counters, t, tbyte[i], tsize[i] == 1)
+                          counters, t, tbyte[i], leaf)
         if st == OVERFLOW:
             return -t  # the column that needs room
         if st == DEAD:
@@ -391,5 +402,5 @@ def walk_trie(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
         for j in range(tok_start[i], tok_start[i + 1]):
             tid = tok_ids[j]
             out[tid >> 5] |= np.uint32(1) << np.uint32(tid & 31)
-        i += 1
+        i += tsize[i] if leaf else 1
     return VIABLE

@@ -45,14 +45,15 @@ class Table:
         self.col_r1 = np.zeros(cap_t + 2, np.int64)
         self.ent_nt = np.zeros(cap_e, np.int32)
         self.ent_off = np.zeros(cap_e, np.int64)
+        self.ent_lo = np.zeros(cap_e, np.int64)
         self.pool = np.zeros(cap_p, np.uint64)
         self.pred_row = np.zeros((cap_t + 2, self.cnf.words), np.uint64)
         self.pred_t = np.zeros((n, (cap_t + 2 + 63) // 64), np.uint64)
 
     def _grow(self, need_t: int) -> None:
         """Make room for column ``need_t`` (columns below it in use), keeping the contents."""
-        old = (self.col_start, self.col_pool, self.col_r1, self.ent_nt, self.ent_off, self.pool,
-               self.pred_row, self.pred_t)
+        old = (self.col_start, self.col_pool, self.col_r1, self.ent_nt, self.ent_off, self.ent_lo,
+               self.pool, self.pred_row, self.pred_t)
         n = max(self.cnf.n, 1)
         cap_t = len(self.col_start) - 2
         if need_t + 2 >= cap_t:
@@ -65,14 +66,14 @@ class Table:
         cap_p = max(len(self.pool), 2 * (p_used + n * nw))
         self._alloc(cap_t, cap_e, cap_p)
         for new, o in zip((self.col_start, self.col_pool, self.col_r1, self.ent_nt, self.ent_off,
-                           self.pool), old):
+                           self.ent_lo, self.pool), old):
             new[:len(o)] = o[:len(new)]
-        self.pred_row[:old[6].shape[0]] = old[6]
-        self.pred_t[:, :old[7].shape[1]] = old[7]
+        self.pred_row[:old[7].shape[0]] = old[7]
+        self.pred_t[:, :old[8].shape[1]] = old[8]
 
     def _state(self) -> tuple:
-        return (*self._g, self.cnf.start, self.col_start, self.col_pool, self.col_r1, self.ent_nt, self.ent_off,
-                self.pool, self.pred_row, self.pred_t, self.cur_idx, self.prev_idx, self.in_f,
+        return (*self._g, self.cnf.start, self.col_start, self.col_pool, self.col_r1, self.ent_nt,
+                self.ent_off, self.ent_lo, self.pool, self.pred_row, self.pred_t, self.cur_idx, self.prev_idx, self.in_f,
                 self.finals, self.seed_flag, self.stack, self.counters)
 
     # ------------------------------------------------------------ steps
@@ -117,7 +118,7 @@ class Table:
                     (self.n + depth + 2) // 64 >= self.pred_t.shape[1]:
                 self._grow(self.n + depth + 2)
                 continue
-            st = walk_trie(*self._state(), self.n, trie.byte, trie.depth, trie.size,
+            st = walk_trie(*self._state(), self.n, self.cnf.follows, trie.byte, trie.depth, trie.size,
                              trie.tok_start, trie.tok_ids, out)
             if st >= 0:
                 return
