@@ -218,3 +218,17 @@ def test_commandtalk_same_masks():
     text = " draw a line from nine five five one to nine five five two"
     tokens, _ = env.tokenizer.trajectory(text, 100)
     same_masks(g, env.vocab, tokens=tokens)
+
+
+# ---------------------------------------------------------------- the recommendation
+
+
+def test_analyze_recommends_matrix_runtime_when_ambiguity_stays():
+    from gramopt.summary import analyze
+    a = analyze(amb.parse_text(amb.G4))
+    assert a.sac_growth["ambiguous"] and a.sac_growth["growing"]
+    assert a.sac_growth["last_third"] > 10 * a.sac_growth["first_third"]  # t²/2 per symbol
+    assert 'backend="valiant"' in a.format("g4.gbnf")
+    plain = analyze(amb.parse_text('root ::= "[" (item ("," item)*)? "]"\nitem ::= [a-z]+ | root\n'))
+    assert plain.sac_growth is None or not plain.sac_growth["ambiguous"]
+    assert "valiant" not in plain.format("list.gbnf")
