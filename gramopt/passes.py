@@ -107,6 +107,8 @@ class Report:
     verify_stats: dict = field(default_factory=dict)
     written_as: str | None = None  # the dialect the command wrote (set by ``gramopt optimize``)
     warnings: list[str] = field(default_factory=list)  # about the input (empty language) or the output
+    notes: list[str] = field(default_factory=list)  # e.g. the grammar stays ambiguous (cli optimize)
+    sac_growth: dict | None = None  # gramopt.summary.sac_growth of the output, when measured
 
     def format(self) -> str:
         head = f"{'pass':<12} {'κ before':>9} {'κ after':>8} {'rules':>11} {'ms':>8}  fired / notes"
@@ -126,6 +128,7 @@ class Report:
         if self.written_as:
             lines.append(f"written as {DIALECT_NAMES.get(self.written_as, self.written_as)}")
         lines.extend(f"warning: {w}" for w in self.warnings)
+        lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
     def to_json(self) -> dict:
@@ -134,6 +137,7 @@ class Report:
                 "rules_before": self.rules_before, "rules_after": self.rules_after,
                 "seconds": round(self.seconds, 4), "verified": self.verified,
                 "verify_stats": self.verify_stats, "written_as": self.written_as, "warnings": self.warnings,
+                "notes": self.notes, "sac_growth": self.sac_growth,
                 "passes": [p.to_json() for p in self.passes]}
 
     def dumps(self) -> str:

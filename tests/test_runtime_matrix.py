@@ -232,3 +232,26 @@ def test_analyze_recommends_matrix_runtime_when_ambiguity_stays():
     plain = analyze(amb.parse_text('root ::= "[" (item ("," item)*)? "]"\nitem ::= [a-z]+ | root\n'))
     assert plain.sac_growth is None or not plain.sac_growth["ambiguous"]
     assert "valiant" not in plain.format("list.gbnf")
+
+
+def test_engine_adapter_and_bench_name():
+    from gramopt.bench.engines import DRIVERS, ENGINES
+    from gramopt.engines import Env
+    assert "gramopt-valiant" in DRIVERS and "gramopt-valiant" not in ENGINES  # opt-in
+    v = ambiguous_vocab()
+    eng = DRIVERS["gramopt-valiant"](Env(v))
+    h, _ = eng.timed_compile(amb.parse_text(amb.EXPR))
+    ids = {t: i for i, t in enumerate(v.token_bytes)}
+    times = eng.run(h, [ids[b"(n"], ids[b"+n"], ids[b")"], v.eos_ids[0]])
+    assert len(times) == 4
+
+
+def test_optimize_report_says_when_ambiguity_stays(tmp_path, capsys):
+    """G4 through the clean-up passes only keeps S → S S: the report says it stays
+    ambiguous and names the matrix runtime."""
+    from gramopt.cli.optimize import optimize_file
+    p = tmp_path / "g.gbnf"
+    p.write_text('root ::= S\nS ::= S S | "a" | "b"\n')
+    assert optimize_file(str(p), None, report=True, passes=["cleanup"]) == 0
+    out = capsys.readouterr().out
+    assert "stays ambiguous" in out and "valiant" in out

@@ -20,7 +20,7 @@ from ..engines import ENGINES as DRIVERS
 from ..engines import EngineError, Env
 from ..runtime.tokenize import TokenizeError, Tokenizer
 
-ENGINES = tuple(DRIVERS)
+ENGINES = tuple(n for n, e in DRIVERS.items() if e.default)  # measured unless others are named
 TARGET_OF = {name: eng.target for name, eng in DRIVERS.items()}
 
 

@@ -23,7 +23,8 @@ HELP = "measure original vs optimized grammars per engine; write a report with p
 def add_arguments(p) -> None:
     p.add_argument("paths", nargs="*", help="grammar files or folders (default: the bundled selection)")
     p.add_argument("--engines", default="gramopt,xgrammar,llguidance",
-                   help="comma-separated engines (gramopt, xgrammar, llguidance, llama.cpp)")
+                   help="comma-separated engines (gramopt, xgrammar, llguidance, llama.cpp; "
+                        "gramopt-valiant: the matrix runtime)")
     p.add_argument("--vocab", default="qwen",
                    help="'qwen' (default), 'bytes' (256 one-byte tokens), or a tiktoken / tokenizer.json file")
     p.add_argument("--out", default="bench-report", help="report folder (default: bench-report)")

@@ -167,6 +167,12 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start
     info = sys.stderr if output == "-" else sys.stdout
     for w in result.report.warnings:
         print(f"{path}: warning: {w}", file=sys.stderr)
+    if report or as_json:  # after optimization: does the grammar stay ambiguous? (gramopt.summary)
+        from ..summary import ambiguity_note, sac_growth
+        result.report.sac_growth = sac_growth(result.grammar)
+        note = ambiguity_note(result.report.sac_growth)
+        if note:
+            result.report.notes.append(note)
     if report:
         if converter:
             print(f"schema converted by {converter}", file=info)

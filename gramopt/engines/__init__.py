@@ -10,13 +10,14 @@ Importing this package imports no engine: each adapter imports its engine on fir
 """
 
 from .base import Engine, EngineError, EngineMatcher, Env
-from .gramopt import GramoptRuntime
+from .gramopt import GramoptRuntime, GramoptValiant
 from .llamacpp import LlamaCpp
 from .llguidance import Llguidance
 from .xgrammar import Xgrammar
 
-ENGINES: dict[str, type[Engine]] = {e.name: e for e in (GramoptRuntime, Xgrammar, Llguidance, LlamaCpp)}
-"""Every adapter by name, in report order."""
+ENGINES: dict[str, type[Engine]] = {e.name: e for e in (GramoptRuntime, Xgrammar, Llguidance, LlamaCpp,
+                                                         GramoptValiant)}
+"""Every adapter by name, in report order (``Engine.default``: measured unless named)."""
 
 
 def oracle_engines(names=("xgrammar",)) -> list:

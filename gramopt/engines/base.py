@@ -80,6 +80,7 @@ class Engine:
     module = ""      # the Python package it needs ("" for none)
     target = "generic"  # the optimizer target it is measured under
     dialect = "ebnf"   # the dialect it reads
+    default = True     # among the engines a benchmark measures when none are named
 
     def __init__(self, env: Env):
         self.env = env

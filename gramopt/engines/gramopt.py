@@ -58,4 +58,28 @@ class GramoptRuntime(Engine):
         return times
 
 
-__all__ = ["GramoptRuntime"]
+class GramoptValiant(Engine):
+    """gramopt's matrix (Valiant/CYK) runtime, ``Matcher(grammar, vocab, backend="valiant")``:
+    the runtime for grammars that stay ambiguous. Compile time is the binarised normal
+    form (``runtime.matrix.build_cnf``). Measured when named (``--engines gramopt-valiant``),
+    not by default."""
+
+    name = "gramopt-valiant"
+    target = "generic"
+    default = False
+
+    def compile(self, grammar: Grammar):
+        from ..runtime import RuntimeGrammarError
+        from ..runtime.matrix import build_cnf
+        try:
+            return build_cnf(grammar)
+        except RuntimeGrammarError as e:
+            raise EngineError(str(e).splitlines()[0]) from None
+
+    def matcher(self, cnf):
+        from ..runtime.decode import GramoptEngine
+        from ..runtime.matrix import ValiantMatcher
+        return GramoptEngine(ValiantMatcher(cnf, self.env.vocab))
+
+
+__all__ = ["GramoptRuntime", "GramoptValiant"]
