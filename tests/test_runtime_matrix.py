@@ -255,3 +255,23 @@ def test_optimize_report_says_when_ambiguity_stays(tmp_path, capsys):
     assert optimize_file(str(p), None, report=True, passes=["cleanup"]) == 0
     out = capsys.readouterr().out
     assert "stays ambiguous" in out and "valiant" in out
+
+
+@pytest.mark.parametrize("device", ["torch", "cuda"])
+@pytest.mark.parametrize("name", ["G4", "expr", pytest.param("english", marks=pytest.mark.slow)])
+def test_torch_table_same_masks(device, name):
+    """The dense torch formulation (CPU here; CUDA when a GPU is present) against numba."""
+    torch = pytest.importorskip("torch")
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    g = amb.parse_text({"G4": amb.G4, "expr": amb.EXPR, "english": amb.ENGLISH}[name])
+    v = ambiguous_vocab()
+    text = {"G4": amb.g4_text(8, 3), "expr": amb.expr_text(8, 4), "english": amb.english_text(4, 5)}[name]
+    a = ValiantMatcher(g, v)
+    b = ValiantMatcher(g, v, device=device)
+    for t in _tokenize(v, text.encode()):
+        assert a.allowed_tokens().tolist() == b.allowed_tokens().tolist()
+        assert a.accept_token(t) and b.accept_token(t)
+    b.rollback(3)
+    a.rollback(3)
+    assert a.allowed_tokens().tolist() == b.allowed_tokens().tolist()

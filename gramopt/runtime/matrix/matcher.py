@@ -9,8 +9,9 @@ is in the language, and accepting it terminates. The mask is a depth-first searc
 vocabulary's byte trie (trie.py), one table column per trie node: a token spanning several
 terminals is just several columns, and a dead prefix prunes its whole subtree.
 
-The columns are computed by the numba bitset kernels (kernel.py) on the CPU; there is no
-torch/CUDA path yet (``device`` other than "cpu" is refused).
+``device="cpu"`` computes the columns with the numba bitset kernels (kernel.py, the fast
+path); ``"cuda"`` (or ``"torch"``: torch on the CPU) with dense torch products
+(torch_table.py), an independent formulation the tests hold to the same masks.
 """
 
 from __future__ import annotations
@@ -64,9 +65,13 @@ class ValiantMatcher:
         self.cnf = grammar if isinstance(grammar, CNF) else cnf_of(grammar)
         self.vocab = vocab if vocab is not None else Vocab.qwen()
         self.device = device
-        if device != "cpu":
-            raise ValueError(f"the matrix backend runs on device 'cpu' only, not {device!r}")
-        self.table = Table(self.cnf)
+        if device == "cpu":
+            self.table = Table(self.cnf)
+        elif device == "torch" or device == "cuda" or device.startswith("cuda:"):
+            from .torch_table import TorchTable  # torch is optional: imported only here
+            self.table = TorchTable(self.cnf, "cpu" if device == "torch" else device)
+        else:
+            raise ValueError(f"device is 'cpu' (numba), 'torch' (torch on CPU) or 'cuda', not {device!r}")
         self._buf = np.zeros(self.vocab.n_words, np.uint32)
         self.last_counters = MatrixCounters()
         self.reset()
