@@ -209,11 +209,11 @@ def test_corpus_samples_same_masks(path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(amb.corpus_path(amb.COMMANDTALK) is None, reason="corpus absent")
+@pytest.mark.skipif(not (CORPUS / amb.COMMANDTALK).exists(), reason="corpus absent")
 def test_commandtalk_same_masks():
     from gramopt.bench.engines import Env
     from gramopt.formats import read
-    g = amb.words_as_bytes(read(amb.corpus_path(amb.COMMANDTALK)))
+    g = amb.words_as_bytes(read(str(CORPUS / amb.COMMANDTALK)))
     env = Env.create(Vocab.qwen())
     text = " draw a line from nine five five one to nine five five two"
     tokens, _ = env.tokenizer.trajectory(text, 100)
