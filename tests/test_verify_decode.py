@@ -6,6 +6,8 @@ give no mismatch; the command's exit codes. The corpus-wide sweep is marked slow
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import glob
 import os
 
@@ -203,11 +205,41 @@ def test_cli_decode_ok_and_table(files, capsys):
 
 
 def test_cli_decode_planted_exit_3(files, capsys):
+    """--decode runs the language check first: the planted change is found there, and
+    decoding (whose own catch is tested on ``decode_check``) is not run."""
     rc = main(["verify", str(files / "arith.gbnf"), str(files / "arith.bad.gbnf"), "--decode", "--vocab", "bytes",
                "--steps", "16", "--seeds", "1", "--no-measure", "-q"])
     out = capsys.readouterr().out
     assert rc == 3
-    assert "mask mismatch at step 0" in out and "decoded prefix" in out
+    assert "DIFFERENT" in out and "result: the languages differ (language check); decoding not run" in out
+
+
+def test_cli_decode_catches_null_to_nul_that_a_short_decode_misses(tmp_path, capsys):
+    """Issue 13: ``sed 's/"null"/"nul"/' json.gbnf`` passed ``verify --decode --steps 64
+    --seeds 2`` (the tiny model stopped after 7 tokens)."""
+    src = Path(__file__).parent / "data" / "gbnf" / "llamacpp__json.gbnf"
+    bad = tmp_path / "bad.gbnf"
+    bad.write_text(src.read_text(encoding="utf-8").replace('"null"', '"nul"'), encoding="utf-8")
+    assert bad.read_text(encoding="utf-8") != src.read_text(encoding="utf-8")
+    rc = main(["verify", str(src), str(bad), "--decode", "--steps", "64", "--seeds", "2", "--vocab", "bytes",
+               "--no-measure", "-q"])
+    out = capsys.readouterr().out
+    assert rc == 3 and "DIFFERENT" in out and "nul" in out
+
+
+def test_an_engine_error_of_the_optimized_grammar_fails_the_check():
+    from gramopt.cli.verify import optimized_engine_errors
+    from gramopt.verify.lockstep import ENGINE_ERROR, Mismatch
+
+    class R:
+        def __init__(self, ms):
+            self.mismatches = ms
+
+    def m(engine):
+        return Mismatch("mask", engine, 0, 0, 3, b"{", verdict=ENGINE_ERROR)
+    assert optimized_engine_errors(R([m("xgrammar:optimized")])) == ["xgrammar"]
+    assert optimized_engine_errors(R([m("xgrammar:optimized"), m("xgrammar:original")])) == []
+    assert optimized_engine_errors(R([])) == []
 
 
 def test_cli_language_check(files, capsys):

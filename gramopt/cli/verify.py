@@ -34,7 +34,8 @@ def add_arguments(p) -> None:
     p.add_argument("optimized", help="the optimized grammar")
     p.add_argument("--dialect", help="input dialect of both files (default: from the extensions)")
     p.add_argument("--start", help="start rule (default: the dialect's)")
-    p.add_argument("--decode", action="store_true", help="lockstep decoding check instead of the language check")
+    p.add_argument("--decode", action="store_true",
+                   help="lockstep decoding check as well as the language check")
     p.add_argument("--steps", type=int, default=128, help="tokens per row and seed (default 128)")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1 (default 3)")
     p.add_argument("--batch", type=int, default=1, help="rows decoded together (default 1)")
@@ -83,6 +84,9 @@ def run(args) -> int:
     for name in ("steps", "seeds", "batch"):
         if getattr(args, name) < 1:
             raise GrammarError(f"--{name} must be at least 1")
+    if _language_check(args, original, optimized, sys.stderr if args.json else sys.stdout) != EXIT_OK:
+        print("result: the languages differ (language check); decoding not run")
+        return EXIT_UNSOUND
     try:
         import torch
     except ImportError:
@@ -125,21 +129,37 @@ def run(args) -> int:
     else:
         print(f"{args.original} vs {args.optimized}")
         print(report.format(vocab))
-    return EXIT_OK if report.ok else EXIT_UNSOUND
+    tripped = optimized_engine_errors(report)
+    for engine in tripped:
+        print(f"{args.optimized}: error: the optimized grammar trips an error of {engine} that the "
+              f"original does not: not safe to serve with {engine}", file=sys.stderr)
+    return EXIT_OK if report.ok and not tripped else EXIT_UNSOUND
 
 
-def _language_check(args, original, optimized) -> int:
+def optimized_engine_errors(report) -> list[str]:
+    """Engines whose own error (by the reference recognizer) the optimized grammar trips
+    while the original grammar does not, in order."""
+    on = {"optimized": set(), "original": set()}
+    for m in report.mismatches:
+        if m.engine_error and ":" in m.engine:
+            name, which = m.engine.split(":", 1)
+            on.setdefault(which, set()).add(name)
+    return sorted(on["optimized"] - on["original"])
+
+
+def _language_check(args, original, optimized, out=None) -> int:
+    out = out or sys.stdout
     from ..verify import check_equivalence
     try:
         res = check_equivalence(original, optimized)
     except ValueError as e:  # e.g. a Lark grammar against a byte grammar
         from ..grammar import GrammarError
         raise GrammarError(str(e)) from None
-    print(f"{args.original} vs {args.optimized}: {res}")
+    print(f"{args.original} vs {args.optimized}: {res}", file=out)
     for method, st in res.stats.items():
         if isinstance(st, dict):
             shown = ", ".join(f"{k} {v}" for k, v in st.items())
-            print(f"  {method}: {shown}")
+            print(f"  {method}: {shown}", file=out)
     return EXIT_OK if res.ok else EXIT_UNSOUND
 
 
