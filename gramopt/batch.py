@@ -153,7 +153,7 @@ def cache_put(cache_dir: str | None, key: str, text: str) -> None:
         try:
             os.makedirs(os.path.dirname(cache_path(cache_dir, key)), exist_ok=True)
             write_file(cache_path(cache_dir, key), text)
-        except OSError:
+        except (OSError, GrammarError):
             pass  # a read-only or vanished cache only costs the reuse
 
 

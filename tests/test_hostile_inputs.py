@@ -3,7 +3,9 @@ one-line error (exit 2), within bounded time and memory; never exit 70 or a trac
 
 from __future__ import annotations
 
+import os
 import random
+import stat
 import resource
 import subprocess
 import sys
@@ -174,3 +176,60 @@ def test_an_empty_language_warns_and_fails_under_strict(tmp_path, capsys):
     assert run("optimize", src, "-o", tmp_path / "strict.gbnf", "--strict") == 2
     assert capsys.readouterr().err.startswith(f"{src}: error: the language is empty")
     assert not (tmp_path / "strict.gbnf").exists()
+
+
+# ---------------------------------------------------------------- output files
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    p = tmp_path / "g.gbnf"
+    p.write_text('root ::= "a" | "b"\n', encoding="utf-8")
+    return p
+
+
+def test_a_missing_output_folder_is_refused_before_the_work(small, tmp_path, capsys, monkeypatch):
+    import gramopt.passes as passes_mod
+    monkeypatch.setattr(passes_mod, "optimize", lambda *a, **k: pytest.fail("optimized before checking"))
+    assert run("optimize", small, "-o", tmp_path / "nope" / "out.gbnf") == 2
+    err = capsys.readouterr().err
+    assert "error: output folder" in err and "does not exist" in err and "internal" not in err
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes anywhere")
+def test_a_read_only_output_folder_is_refused(small, tmp_path, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        assert run("optimize", small, "-o", ro / "out.gbnf") == 2
+        assert "permission denied" in capsys.readouterr().err
+    finally:
+        ro.chmod(0o755)
+
+
+def test_a_device_is_written_in_place_never_replaced(small, capsys):
+    if not os.path.exists("/dev/full") or not stat.S_ISCHR(os.stat("/dev/full").st_mode) \
+            or not os.access("/dev/full", os.W_OK):
+        pytest.skip("no writable /dev/full device")
+    assert run("convert", small, "-o", "/dev/full") == 2  # ENOSPC: a located one-line error
+    assert "No space left on device" in capsys.readouterr().err
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_new_outputs_respect_the_umask(small, tmp_path):
+    old = os.umask(0o022)
+    try:
+        assert run("convert", small, "-o", tmp_path / "out.gbnf") == 0
+        assert run("optimize", small, "-o", tmp_path / "opt.gbnf") == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "out.gbnf").st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(tmp_path / "opt.gbnf").st_mode) == 0o644
+
+
+def test_convert_refuses_to_overwrite_its_input(small, capsys):
+    before = small.read_text(encoding="utf-8")
+    assert run("convert", small, "-o", small) == 2
+    assert "refusing to overwrite the input file" in capsys.readouterr().err
+    assert small.read_text(encoding="utf-8") == before

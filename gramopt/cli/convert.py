@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..formats import DIALECTS, WRITABLE, output_dialect, read, write, write_file
+from ..formats import DIALECTS, WRITABLE, check_output, output_dialect, read, write, write_file
 from .exits import EXIT_OK
 
 HELP = "read a grammar and write it in another dialect"
@@ -17,6 +17,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    check_output(args.output, args.file)  # convert X -o X refuses, as optimize does
     grammar = read(args.file, args.dialect, args.start)
     write_file(args.output, write(grammar, output_dialect(grammar, args.output, args.to, args.file)))
     return EXIT_OK

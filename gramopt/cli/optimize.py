@@ -21,7 +21,7 @@ import os
 import sys
 
 from .. import targets
-from ..formats import DIALECTS, EXTENSIONS, WRITABLE, read, read_text, write, write_file
+from ..formats import DIALECTS, EXTENSIONS, WRITABLE, check_output, read, read_text, write, write_file
 from ..grammar import GrammarError
 from .exits import EXIT_CHANGED, EXIT_OK, EXIT_UNSOUND
 
@@ -153,8 +153,8 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start
                   passes=None, verify=True, report=False, as_json=False, check=False,
                   diff=False, strict=False) -> int:
     from ..passes import OptimizationError
-    if output and output != "-" and os.path.exists(output) and os.path.samefile(output, path):
-        raise GrammarError("refusing to overwrite the input file: write to another path", path=path)
+    if output:
+        check_output(output, path)  # before the work: a missing or read-only folder, the input itself
     if not output and not (check or diff or report or as_json):
         raise GrammarError("no output: pass -o OUT (or '-' for stdout), --check, --diff or --report",
                            path=path)

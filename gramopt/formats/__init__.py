@@ -153,17 +153,46 @@ def write(grammar: Grammar, dialect: str | None = None) -> str:
     raise GrammarError(f"unknown dialect '{dialect}'")
 
 
+def check_output(path: str, source: str | None = None) -> None:
+    """Raise GrammarError now, before any work, when ``path`` cannot be written: its folder
+    is missing or not writable, it is a folder, or it is the input file ``source``."""
+    if path == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise GrammarError(f"output folder '{folder}' does not exist", path=path)
+    if os.path.isdir(path):
+        raise GrammarError("the output is a folder: give a file name", path=path)
+    if source is not None and os.path.exists(path) and os.path.exists(source) and os.path.samefile(path, source):
+        raise GrammarError("refusing to overwrite the input file: write to another path", path=path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        if not os.access(path, os.W_OK):
+            raise GrammarError("cannot write to the output: permission denied", path=path)
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        raise GrammarError(f"cannot write to output folder '{folder}': permission denied", path=path)
+
+
 def write_file(path: str, text: str) -> None:
     """Write ``text`` to ``path`` atomically (temp file in the same folder + rename), so a
-    reader never sees half a file and an interrupted run leaves the old file intact.
-    ``-`` writes to standard output."""
+    reader never sees half a file and an interrupted run leaves the old file intact. A new
+    file gets the permissions the umask gives (as ``open`` would), an existing one keeps
+    its own; an existing file that is not a regular file (a device such as /dev/full, a
+    pipe) is written in place, never replaced. ``-`` writes to standard output. A failure
+    is a GrammarError naming the path."""
     if path == "-":
         import sys
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".gramopt-", suffix=".tmp", dir=folder)
+    try:
+        if os.path.exists(path) and not os.path.isfile(path):
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+            return
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".gramopt-", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise GrammarError(f"cannot write: {e.strerror or e}", path=path) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
@@ -171,10 +200,16 @@ def write_file(path: str, text: str) -> None:
             os.fsync(f.fileno())
         if os.path.exists(path):
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        else:
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise GrammarError(f"cannot write: {e.strerror or e}", path=path) from None
         raise
