@@ -40,7 +40,7 @@ from .grammar import GrammarError
 GRAMMAR_EXTENSIONS = tuple(EXTENSIONS)
 SCHEMA_EXTENSIONS = (".json", ".jsonl")
 CACHE_FOLDER = ".gramopt-cache"
-_SHAPING = ("target", "passes", "verify", "to", "dialect", "start", "strict")  # options that change the bytes out
+_SHAPING = ("target", "passes", "verify", "to", "dialect", "start", "strict", "cost_model")  # options that change the bytes out
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,9 @@ def _read(path: str) -> str:
 def item_key(item: Item, options: dict) -> str:
     from ._version import __version__
     shaping = {k: options.get(k) for k in _SHAPING}
+    from .passes import cost_model_used
+    shaping["cost_model"] = cost_model_used(targets.get(options.get("target", targets.DEFAULT)),
+                                            options.get("cost_model"))[1]  # the model's bytes, by hash
     h = hashlib.sha256(json.dumps({"kind": item.kind, "options": shaping, "version": __version__,
                                    "out": os.path.splitext(item.dst)[1]}, sort_keys=True).encode())
     h.update(item.text.encode("utf-8"))
@@ -194,7 +197,7 @@ def _optimize(it: Item, options: dict):
         from .formats import read
         grammar = read(it.source, it.kind, options.get("start")) if not it.text else \
             parse(it.text, it.kind, it.source, options.get("start"))
-    rest = {k: options[k] for k in ("target", "passes", "verify") if k in options}
+    rest = {k: options[k] for k in ("target", "passes", "verify", "cost_model") if k in options}
     try:
         result = optimize(grammar, **rest)
     except ValueError as e:  # an unknown pass or target name

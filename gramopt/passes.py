@@ -43,8 +43,8 @@ from typing import Callable
 from . import targets
 from .costmodels import kappa, sac_proxy
 from .costmodels.objective import objective as _objective
-from .egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner
-from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Grammar, check_size, depth, walk
+from .egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner, StopReason
+from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Grammar, GrammarError, check_size, depth, walk
 from .grammar.analysis import productive_rules
 from .grammar.size import grammar_size
 from .rewrites import FAMILIES, rules as rewrite_rules
@@ -106,6 +106,7 @@ class Report:
     verified: str = "skipped"  # "ok", "skipped", or "failed"
     verify_stats: dict = field(default_factory=dict)
     written_as: str | None = None  # the dialect the command wrote (set by ``gramopt optimize``)
+    cost_model: str | None = None  # the calibrated model the extractor used (name and SHA-256)
     warnings: list[str] = field(default_factory=list)  # about the input (empty language) or the output
     notes: list[str] = field(default_factory=list)  # e.g. the grammar stays ambiguous (cli optimize)
     sac_growth: dict | None = None  # gramopt.summary.sac_growth of the output, when measured
@@ -125,6 +126,8 @@ class Report:
         lines.append(f"{'total':<12} {self.kappa_before:>9} {self.kappa_after:>8} "
                      f"{self.rules_before:>5}→{self.rules_after:<5} {self.seconds * 1000:>8.1f}  "
                      f"SAC-proxy {self.sac_before:g}→{self.sac_after:g}; verification {self.verified}")
+        if self.cost_model:
+            lines.append(f"cost model {self.cost_model}")
         if self.written_as:
             lines.append(f"written as {DIALECT_NAMES.get(self.written_as, self.written_as)}")
         lines.extend(f"warning: {w}" for w in self.warnings)
@@ -138,6 +141,7 @@ class Report:
                 "seconds": round(self.seconds, 4), "verified": self.verified,
                 "verify_stats": self.verify_stats, "written_as": self.written_as, "warnings": self.warnings,
                 "notes": self.notes, "sac_growth": self.sac_growth,
+                "cost_model": self.cost_model,
                 "passes": [p.to_json() for p in self.passes]}
 
     def dumps(self) -> str:
@@ -154,6 +158,7 @@ class Result:
 class PassContext:
     target: Target = field(default_factory=lambda: targets.get(targets.DEFAULT))
     limits: Limits = field(default_factory=Limits)
+    cost_model: str | None = None  # a calibrated model named explicitly (file or folder); None: the shipped one
 
 
 PassFn = Callable[[Grammar, PassContext, PassReport], Grammar]
@@ -204,12 +209,16 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
         rr = runner.run(eg)
         rep.saturation = rr.to_json()
         rep.fired.update(rr.fired)
-        if rr.stop_reason.value != "saturated":
+        if rr.stop_reason is StopReason.SAFETY_LIMIT:
+            rep.notes.append(f"stopped at the safety time limit ({ctx.limits.safety_seconds:g} s): "
+                             f"e-graph pass skipped, input kept")
+            return g
+        if rr.stop_reason is not StopReason.SATURATED:
             rep.notes.append(f"stopped: {rr.stop_reason.value}")
         t = ctx.target
         try:
             ex = Extractor(eg, recursion_penalty=t.recursion_penalty, left_recursion=t.left_recursion,
-                           weights=_node_weights(t)).extract()
+                           weights=cost_model_used(t, ctx.cost_model)[0]).extract()
         except ExtractionError as e:
             rep.notes.append(f"extraction failed ({e}); input kept")
             return g
@@ -217,12 +226,15 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
     return run
 
 
-def _node_weights(t: Target) -> dict | None:
-    """The extractor's node weights for ``t``: its engine's calibrated model, if any."""
+def cost_model_used(t: Target, named: str | None) -> tuple[dict | None, str | None]:
+    """(the extractor's node weights for ``t``, the model's name for the report and cache
+    key): its engine's calibrated model — the one shipped, or the one ``named``; never one
+    found in the environment. (None, None) for a target without a calibrated engine."""
     if t.calibrated_engine is None:
-        return None
+        return None, None
     from .costmodels.calibration import engine_node_weights
-    return engine_node_weights(t.calibrated_engine)
+    w = engine_node_weights(t.calibrated_engine, named)
+    return w.weights, w.source
 
 
 def _inline(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
@@ -258,13 +270,13 @@ class PassManager:
     is called after every pass (to dump the IR)."""
 
     def __init__(self, passes=None, target: "str | Target" = targets.DEFAULT, limits: Limits | None = None,
-                 callback: Callable[[str, Grammar], None] | None = None):
+                 callback: Callable[[str, Grammar], None] | None = None, cost_model: str | None = None):
         names = list(DEFAULT_PASSES if passes is None else passes)
         unknown = [n for n in names if n not in PASSES]
         if unknown:
             raise ValueError(f"unknown pass(es) {', '.join(unknown)} (known: {', '.join(PASSES)})")
         self.names = names
-        self.ctx = PassContext(targets.get(target), limits or Limits())
+        self.ctx = PassContext(targets.get(target), limits or Limits(), cost_model)
         self.callback = callback
 
     def run_pass(self, name: str, g: Grammar) -> tuple[Grammar, PassReport]:
@@ -319,11 +331,13 @@ def _kappa(g: Grammar) -> int:
 
 
 def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=None, limits: Limits | None = None,
-             verify: bool = True, callback=None) -> Result:
-    """Optimize ``grammar`` for ``target`` (see the module docstring)."""
+             verify: bool = True, callback=None, cost_model: str | None = None) -> Result:
+    """Optimize ``grammar`` for ``target`` (see the module docstring). ``cost_model`` names a
+    calibrated model (a file, or a folder of ``ENGINE.json`` as ``gramopt calibrate``
+    writes) for a target that uses one; by default the one shipped in the package."""
     t0 = time.perf_counter()
     check_size(grammar)
-    pm = PassManager(passes, target, limits, callback)
+    pm = PassManager(passes, target, limits, callback, cost_model)
     out, reports = pm.run(grammar)
     for round_ in range(2, 11):  # to a fixpoint, so that optimizing the output changes nothing
         again, more = pm.run(out)
@@ -341,6 +355,7 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
                     len(grammar.rules), len(out.rules))
     if grammar.start not in productive_rules(grammar):
         report.warnings.append(f"the language is empty: rule '{grammar.start}' derives no finite string")
+    report.cost_model = cost_model_used(pm.ctx.target, cost_model)[1]
     if verify:
         from .verify import check_equivalence as check
         if out == grammar:
@@ -353,6 +368,10 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
                 report.seconds = time.perf_counter() - t0
                 return Result(out, report)
             report.verify_stats = dict(getattr(res, "stats", {}) or {})
+            if res.stats.get("safety_limit"):  # a verdict cut short by time: refuse, deterministically
+                raise GrammarError(f"verification ({res.stats['safety_limit']}) stopped at its safety time "
+                                   f"limit: nothing written (its budgets are work units; this machine is too "
+                                   f"slow or too loaded for this grammar)")
             if res.ok:
                 report.verified = "ok"
             else:

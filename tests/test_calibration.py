@@ -125,11 +125,10 @@ def test_degenerate_fit_keeps_generic_weights():
     assert m.node_weights == cal.generic_node_weights() and m.notes
 
 
-def test_model_json_round_trip(tmp_path, monkeypatch):
+def test_model_json_round_trip(tmp_path):
     m = cal.fit(synthetic_rows({"scans": 1.0}, 0.0), "roundtrip")
     cal.save_model(m, str(tmp_path))
-    monkeypatch.setenv("GRAMOPT_MODELS", str(tmp_path))
-    back = cal.load_model("roundtrip")
+    back = cal.load_model("roundtrip", str(tmp_path))
     assert back is not None and back.weights == m.weights and back.r2 == m.r2
     assert back.predict({"scans": 2.0}) == pytest.approx(m.predict({"scans": 2.0}))
 

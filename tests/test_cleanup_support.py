@@ -231,8 +231,8 @@ def assert_verified(a: Grammar, b: Grammar, quick: bool = True) -> None:
     if not HAVE_VERIFY:
         return
     from gramopt.verify import Bounds, check_equivalence
-    bounds = Bounds(max_len=5, min_prefixes=300, seconds=0.2, coverage_seconds=0.2,
-                    derivations=40, derivation_seconds=0.2) if quick else Bounds()
+    bounds = Bounds(max_len=5, min_prefixes=300, max_prefixes=1500,
+                    derivations=40) if quick else Bounds()
     result = check_equivalence(a, b, bounds)
     assert result.ok, f"{result}\n{a.rules}\n{b.rules}"
 

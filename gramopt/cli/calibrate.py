@@ -4,9 +4,10 @@ Measures the benchmark selection (or the given grammars) as ``gramopt bench`` do
 results are cached in OUT/.bench-cache and shared with ``gramopt bench --out OUT`` — then
 fits, per engine, the step time on gramopt's runtime counters, the exact SAC per step and
 the grammar's static features by least squares, prints R² and residuals, and writes one
-JSON model per engine. ``--target ENGINE`` extraction then uses that engine's node weights
-(models are read from $GRAMOPT_MODELS, else ~/.config/gramopt/models, else the ones
-shipped in the package).
+JSON model per engine (default folder: $GRAMOPT_MODELS, else ~/.config/gramopt/models).
+Nothing reads them implicitly: ``gramopt optimize --target ENGINE --cost-model FOLDER``
+extracts under them (named in the report and in the batch cache key); without
+``--cost-model`` the models shipped in the package are used.
 """
 
 from __future__ import annotations

@@ -44,6 +44,9 @@ def add_arguments(o) -> None:
     o.add_argument("--json", action="store_true", help="print the report as JSON")
     o.add_argument("--check", action="store_true", help="exit 1 if the output would differ from the input")
     o.add_argument("--diff", action="store_true", help="print a unified diff of input and output")
+    o.add_argument("--cost-model", metavar="PATH",
+                   help="a calibrated cost model (file, or folder of ENGINE.json as 'gramopt calibrate' writes) "
+                        "for --target xgrammar/llguidance (default: the one shipped; never read from the environment)")
     o.add_argument("--strict", action="store_true",
                    help="exit 2 on a warning: the output dialect cannot carry what the target added, "
                         "or the input's language is empty")
@@ -62,6 +65,10 @@ def run(args) -> int:
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     options = dict(target=args.target, passes=passes, verify=not args.no_verify, to=args.to,
                    dialect=args.dialect, start=args.start, strict=args.strict)
+    if args.cost_model:
+        if not os.path.exists(args.cost_model):
+            raise GrammarError("no such cost model file or folder", path=args.cost_model)
+        options["cost_model"] = os.path.abspath(args.cost_model)
     jsonl = os.path.isfile(args.input) and args.input.endswith(".jsonl") and is_schema(args.input, args.dialect)
     if os.path.isdir(args.input) or (jsonl and args.output and os.path.isdir(args.output)) or \
             (jsonl and args.output and not os.path.splitext(args.output)[1]):
@@ -151,7 +158,7 @@ def unsound_message(path: str, e) -> str:
 
 def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start=None, target=targets.DEFAULT,
                   passes=None, verify=True, report=False, as_json=False, check=False,
-                  diff=False, strict=False) -> int:
+                  diff=False, strict=False, cost_model=None) -> int:
     from ..passes import OptimizationError
     if output:
         check_output(output, path)  # before the work: a missing or read-only folder, the input itself
@@ -160,7 +167,8 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start
                            path=path)
     try:
         original, text, result, converter = optimize_text(path, dialect, to, output, start, strict,
-                                                          target=target, passes=passes, verify=verify)
+                                                          target=target, passes=passes, verify=verify,
+                                                          cost_model=cost_model)
     except OptimizationError as e:
         print(unsound_message(path, e), file=sys.stderr)
         return EXIT_UNSOUND

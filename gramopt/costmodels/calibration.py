@@ -10,8 +10,9 @@ features — what the fit says is how much of their time these explain (R²).
 
     model = fit(rows, engine)                  Model: weights, intercept, R², residuals
     model.node_weights                         per-e-node costs for the extractor (below)
-    save_model(model, dir); load_model(engine) JSON in costmodels/models/ (package data),
-                                               or a refit in user_models_dir()
+    save_model(model, dir); load_model(engine, named=None)   JSON: the one shipped in
+                                               costmodels/models/, or the file / folder named
+                                               (``gramopt calibrate`` writes user_models_dir())
 
 From fitted weights to extraction costs. The extractor prices a grammar statically, so a
 node's cost is the effect of one more static feature (A → A A, A op A, (x?)*, nullable
@@ -33,6 +34,7 @@ neither has a positive effect, keeps the generic weights — each case says so i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -310,8 +312,9 @@ def rows_from_results(results: list[dict], engine: str) -> list[dict]:
 
 
 def user_models_dir() -> str:
-    """Where ``gramopt calibrate`` writes and the loader looks first: $GRAMOPT_MODELS, else
-    $XDG_CONFIG_HOME/gramopt/models (~/.config/gramopt/models)."""
+    """Where ``gramopt calibrate`` writes by default: $GRAMOPT_MODELS, else
+    $XDG_CONFIG_HOME/gramopt/models (~/.config/gramopt/models). Nothing reads it unless it is
+    named (``--cost-model``): see ``model_path``."""
     env = os.environ.get("GRAMOPT_MODELS")
     if env:
         return env
@@ -327,34 +330,58 @@ def save_model(model: Model, folder: str) -> str:
     return path
 
 
-def load_model(engine: str) -> Model | None:
-    """The model for ``engine``: a refit in ``user_models_dir()``, else the one shipped in
-    the package; None when there is neither."""
-    for folder in (user_models_dir(), MODELS_DIR):
-        if not folder:
-            continue
-        path = os.path.join(folder, f"{engine}.json")
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError):
-            continue
-        return Model(**data)
-    return None
+def model_path(engine: str, named: str | None = None) -> str:
+    """Where the model of ``engine`` is read from: ``named`` (a model file, or a folder
+    holding ``ENGINE.json``, as ``gramopt calibrate`` writes) when given, else the one shipped
+    in the package. Never a folder found in the environment: a model shapes the output, so
+    it is used only when named (``optimize(..., cost_model=PATH)``, ``--cost-model PATH``)."""
+    if named is None:
+        return os.path.join(MODELS_DIR, f"{engine}.json")
+    return os.path.join(named, f"{engine}.json") if os.path.isdir(named) else named
+
+
+def load_model(engine: str, named: str | None = None) -> Model | None:
+    """The model for ``engine`` (``model_path``); None when there is none."""
+    try:
+        with open(model_path(engine, named), encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return Model(**data)
+
+
+@dataclass(frozen=True)
+class NodeWeights:
+    """The extractor's node weights from a model, and which model: ``source`` names it (the
+    shipped one, or the path named) with the SHA-256 of its bytes, for the report and the
+    cache key; ``weights`` None when there is no model (the generic costs apply)."""
+
+    weights: dict | None
+    source: str
 
 
 _WEIGHTS_CACHE: dict = {}
 
 
-def engine_node_weights(target: str) -> dict | None:
-    """The extractor's node weights for ``target`` (None: no calibrated model, use the
-    generic constants). Cached per process."""
-    if target not in _WEIGHTS_CACHE:
-        m = load_model(target)
-        _WEIGHTS_CACHE[target] = dict(m.node_weights) if m is not None else None
-    return _WEIGHTS_CACHE[target]
+def engine_node_weights(engine: str, named: str | None = None) -> NodeWeights:
+    """The node weights of ``engine``'s model (``model_path``). Cached per process and path."""
+    path = model_path(engine, named)
+    key = (engine, os.path.abspath(path))
+    if key not in _WEIGHTS_CACHE:
+        try:
+            with open(path, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()[:16]
+        except OSError:
+            digest = None
+        m = load_model(engine, named)
+        where = f"shipped {engine}.json" if named is None else path
+        _WEIGHTS_CACHE[key] = NodeWeights(dict(m.node_weights) if m is not None else None,
+                                          f"{where} (sha256 {digest})" if m is not None else f"none ({where} absent)")
+        if named is not None and m is None:
+            raise FileNotFoundError(f"no cost model for {engine} at {path}")
+    return _WEIGHTS_CACHE[key]
 
 
-__all__ = ["DYNAMIC", "FEATURES", "STATIC", "Model", "engine_node_weights", "fit", "generic_node_weights",
+__all__ = ["DYNAMIC", "FEATURES", "STATIC", "Model", "NodeWeights", "engine_node_weights", "model_path", "fit", "generic_node_weights",
            "least_squares", "load_model", "node_weights", "r_squared", "rows_from_results", "save_model",
            "static_features"]

@@ -2,9 +2,15 @@
 
 One iteration = every egglog ruleset run once (``run 1``), then every Python searcher over
 one frozen snapshot, its proposals applied as unions in one batched program. The loop
-stops when an iteration changes nothing (SATURATED), or at a limit: iterations, e-nodes
-(absolute, or a growth factor over the initial size) or seconds. egglog 13.2's ``run`` has
-no node limit of its own, hence the Python loop.
+stops when an iteration changes nothing (SATURATED), or at a budget counted in work:
+iterations, or e-nodes (absolute, or a growth factor over the initial size). These shape
+the output, so they are work units: the same input gives the same e-graph on any machine
+under any load. egglog 13.2's ``run`` has no node limit of its own, hence the Python loop.
+
+Time is only an outer safety limit (``Limits.safety_seconds``, far above any corpus
+grammar's need): when hit, the run stops with SAFETY_LIMIT and the caller must not use the
+e-graph (``gramopt.passes`` keeps the pass's input and says so), so a machine under load
+gets either the same bytes or a run that says it gave up — never different bytes.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ class StopReason(enum.Enum):
     SATURATED = "saturated"
     ITERATION_LIMIT = "iteration limit"
     NODE_LIMIT = "node limit"
-    TIME_LIMIT = "time limit"
+    SAFETY_LIMIT = "safety time limit"
 
 
 @dataclass(frozen=True)
@@ -30,7 +36,7 @@ class Limits:
     iterations: int = 12
     nodes: int = 60_000
     growth: float = 6.0  # stop when the e-graph grows past growth × its initial size
-    seconds: float = 1.0
+    safety_seconds: float = 60.0  # outer safety limit only (module docstring)
 
 
 @dataclass
@@ -107,18 +113,14 @@ class Runner:
             report.apply_s += time.perf_counter() - t
             new_size = (len(snap.classes), snap.n_nodes)
             report.nodes_after = snap.n_nodes
-            if new_size == size and not program:
-                report.stop_reason = StopReason.SATURATED
-                break
-            if new_size == size and program:
-                # unions that changed nothing: saturated as far as these rules see
+            if new_size == size:  # nothing new, or unions that changed nothing: saturated
                 report.stop_reason = StopReason.SATURATED
                 break
             size = new_size
             if snap.n_nodes > lim.nodes or snap.n_nodes > lim.growth * max(start_nodes, 50):
                 report.stop_reason = StopReason.NODE_LIMIT
                 break
-            if time.perf_counter() - t0 > lim.seconds:
-                report.stop_reason = StopReason.TIME_LIMIT
+            if time.perf_counter() - t0 > lim.safety_seconds:
+                report.stop_reason = StopReason.SAFETY_LIMIT
                 break
         return report

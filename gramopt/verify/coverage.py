@@ -119,13 +119,12 @@ def coverage_sentences(g: Compiled, pick=min) -> Iterator[tuple[int, ...]]:
 
 def coverage_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
     """Coverage sentences of ``a`` checked in ``b`` and of ``b`` in ``a``, alternating,
-    spelled with the low ends of classes and with the high ends, within
-    ``bounds.coverage_seconds``. ``stats["covered"]`` counts sentences per side (two per
-    production)."""
+    spelled with the low ends of classes and with the high ends: a finite amount of work (two
+    sentences per production). ``stats["covered"]`` counts sentences per side."""
     t0 = time.perf_counter()
-    deadline = t0 + bounds.coverage_seconds
+    deadline = bounds.deadline(t0)
     stats = {"productions": [2 * len(a.g.rhs), 2 * len(b.g.rhs)], "covered": [0, 0], "exact": False,
-             "timed_out": False}
+             "safety_limit": False}
 
     def done(cex=None):
         stats["seconds"] = round(time.perf_counter() - t0, 4)
@@ -142,7 +141,7 @@ def coverage_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
                 streams.remove(entry)
                 continue
             if time.perf_counter() > deadline:
-                stats["timed_out"] = True
+                stats["safety_limit"] = True
                 return done()
             stats["covered"][side] += 1
             if not dst.accepts(w):

@@ -34,11 +34,11 @@ METHOD = "enumeration"
 def enumerate_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
     """Compare ``a`` (original) and ``b`` (candidate) over a shared alphabet."""
     t0 = time.perf_counter()
-    deadline = t0 + bounds.seconds
+    deadline = bounds.deadline(t0)
     _, members = symbol_classes(a.alphabet, (*a.g.terms, *b.g.terms))
     reps = tuple(m[0] for m in members)
     stats = {"classes": len(reps), "prefixes": 0, "complete_len": -1, "exact": False,
-             "bound_met": False, "timed_out": False}
+             "bound_met": False, "budget_spent": False, "safety_limit": False}
 
     def done(cex=None):
         stats["seconds"] = round(time.perf_counter() - t0, 4)
@@ -57,8 +57,11 @@ def enumerate_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
     while level and depth <= bounds.max_prefix_len:
         nxt = []
         for prefix, pa, pb, x in level:
+            if stats["prefixes"] >= bounds.max_prefixes:
+                stats["budget_spent"] = True
+                break
             if time.perf_counter() > deadline:
-                stats["timed_out"] = True
+                stats["safety_limit"] = True
                 break
             if pa is not None:
                 sa, sb = a.advance(pa, x), b.advance(pb, x)
@@ -75,14 +78,14 @@ def enumerate_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
                 return done(Counterexample(_data(a, prefix + (y,)), "prefix", y in na, y in nb,
                                            METHOD, a.atoms))
             nxt.extend((prefix + (y,), sa, sb, y) for y in reps if y in na)
-        if stats["timed_out"]:
+        if stats["budget_spent"] or stats["safety_limit"]:
             break
         stats["complete_len"] = depth
         depth += 1
         level = nxt
         if depth > bounds.max_len and stats["prefixes"] >= bounds.min_prefixes:
             break
-    stats["exact"] = not level and not stats["timed_out"]
+    stats["exact"] = not level and not stats["budget_spent"] and not stats["safety_limit"]
     stats["bound_met"] = stats["exact"] or stats["complete_len"] >= bounds.max_len or \
         stats["prefixes"] >= bounds.min_prefixes
     return done()

@@ -29,7 +29,7 @@ final state (the compiled grammar is pruned), so a subset is non-empty exactly w
 input is a viable prefix; a pair whose subsets differ in emptiness or in containing the
 final state is a real difference (and a shortest one, by BFS). When the search exhausts
 every reachable pair without a difference, the languages (and their viable-prefix sets)
-are equal: ``exact: True``. Hitting the state cap or time budget proves nothing.
+are equal: ``exact: True``. Hitting the state cap (or the safety time limit) proves nothing.
 """
 
 from __future__ import annotations
@@ -292,10 +292,12 @@ def exact_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
     start = (da.start, db.start)
     parent: dict[tuple[int, int], tuple | None] = {start: None}
     queue = [start]
-    deadline = t0 + bounds.exact_seconds
+    deadline = bounds.deadline(t0)
     for pair in queue:  # the queue grows while it is read: breadth-first
-        if len(parent) > bounds.max_dfa_states or time.perf_counter() > deadline:
-            return done(skipped="state cap or time budget reached", pairs=len(parent))
+        if len(parent) > bounds.max_dfa_states:
+            return done(skipped="state cap reached", pairs=len(parent))
+        if time.perf_counter() > deadline:
+            return done(skipped="safety time limit", safety_limit=True, pairs=len(parent))
         x, y = pair
         if (x == 0) != (y == 0):
             return done(_cex(a, parent, pair, members, "prefix", x != 0, y != 0), pairs=len(parent))

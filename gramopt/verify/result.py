@@ -15,34 +15,37 @@ from .symbols import atom_text
 
 @dataclass(frozen=True)
 class Bounds:
-    """Bounds of the checks.
+    """Bounds of the checks, all in work units, so a verdict never depends on the machine's
+    load; time is only the outer ``safety_seconds``.
 
     max_len       every string up to this length over the alphabet's classes is compared
     min_prefixes  ... and the search goes on, level by level, until at least this many
                   prefixes were compared too, unless
-    seconds       the time budget of the enumeration runs out first (reported: the bound
-                  counts as met when either of the two above was reached)
+    max_prefixes  this many prefixes were compared (the enumeration's budget; reported: the
+                  bound counts as met when either of the two above was reached)
     max_prefix_len  no prefix longer than this is enumerated
-    coverage_seconds  time budget of production coverage (one sentence per production)
-    derivations   random sentences derived from each grammar, checked in the other,
-    derivation_seconds  within this time budget (reported when it cuts the count short)
+    coverage      production coverage: one sentence per production and side (finite)
+    derivations   random sentences derived from each grammar, checked in the other
     max_depth     derivation depth after which derivations take shortest completions
-    max_dfa_states  subset-construction cap of the exact (regular) check
-    exact_seconds   time budget of the exact check
+    max_dfa_states  subset-construction cap of the exact (regular) check (pairs of states)
     seed          random derivations are reproducible
+    safety_seconds  outer safety limit of the whole check: when hit the check stops and says
+                  so (``VerifyResult.stats["safety_limit"]``); ``gramopt.passes`` then refuses
+                  to emit rather than emit something less checked
     """
 
     max_len: int = 6
     min_prefixes: int = 20_000
-    seconds: float = 0.6
+    max_prefixes: int = 5_000
     max_prefix_len: int = 256
-    coverage_seconds: float = 0.5
     derivations: int = 200
-    derivation_seconds: float = 0.5
     max_depth: int = 24
     max_dfa_states: int = 20_000
-    exact_seconds: float = 1.0
     seed: int = 0
+    safety_seconds: float = 120.0
+
+    def deadline(self, t0: float) -> float:
+        return t0 + self.safety_seconds
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,105 @@
+"""Reproducible output: ``gramopt optimize`` over a corpus, for every target, run twice —
+the second time with every core kept busy — must write byte-identical files.
+
+    python benchmarks/determinism.py [CORPUS] [--targets generic,xgrammar,...] [--jobs N]
+                                     [--no-load] [--limit K]
+
+Each run is ``gramopt optimize CORPUS -o OUT --target T -j N --cache FRESH`` (a batch: every
+grammar and schema of the folder, no cache reuse). The loaded run starts one busy process per
+core (``while True: pass``) for its duration. Prints, per target, the files written by each
+run, how many differ, and the seconds each run took; exit 1 on any difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = Path(os.environ.get("GRAMOPT_CORPUS", "/work/shared/corpus"))
+EXTS = (".gbnf", ".ebnf", ".lark", ".cfg", ".json")
+
+
+def spin() -> None:  # pragma: no cover - a busy loop
+    while True:
+        pass
+
+
+def optimize(corpus: Path, out: Path, target: str, jobs: int) -> float:
+    cache = Path(tempfile.mkdtemp(prefix="gramopt-det-cache-"))
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "gramopt", "optimize", str(corpus), "-o", str(out), "--target", target,
+                    "-j", str(jobs), "--cache", str(cache), "-q"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    shutil.rmtree(cache, ignore_errors=True)
+    return time.perf_counter() - t
+
+
+def files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()
+                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+
+
+def subset(corpus: Path, limit: int) -> Path:
+    """The first ``limit`` inputs (sorted) of each sub-folder, copied to a temporary folder."""
+    tmp = Path(tempfile.mkdtemp(prefix="gramopt-det-corpus-"))
+    for sub in sorted(p for p in corpus.iterdir() if p.is_dir()):
+        for p in sorted(q for q in sub.iterdir() if q.suffix in EXTS)[:limit]:
+            (tmp / sub.name).mkdir(exist_ok=True)
+            shutil.copy(p, tmp / sub.name / p.name)
+    return tmp
+
+
+def main() -> int:
+    from gramopt.targets import NAMES
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("corpus", nargs="?", default=str(DEFAULT_CORPUS))
+    ap.add_argument("--targets", default=",".join(NAMES))
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--no-load", action="store_true", help="second run without the busy processes")
+    ap.add_argument("--limit", type=int, default=0, help="inputs per sub-folder (0: all)")
+    args = ap.parse_args()
+    corpus = Path(args.corpus)
+    if not corpus.is_dir():
+        print(f"no corpus folder {corpus}", file=sys.stderr)
+        return 2
+    if args.limit:
+        corpus = subset(corpus, args.limit)
+    print(f"| target | files run 1 | files run 2 | differ | run 1 s | run 2 s ({'idle' if args.no_load else 'loaded'}) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    bad = 0
+    for target in args.targets.split(","):
+        a, b = (Path(tempfile.mkdtemp(prefix=f"gramopt-det-{i}-")) for i in (1, 2))
+        t1 = optimize(corpus, a, target, args.jobs)
+        busy = [] if args.no_load else [multiprocessing.Process(target=spin, daemon=True)
+                                        for _ in range(os.cpu_count() or 1)]
+        for p in busy:
+            p.start()
+        try:
+            t2 = optimize(corpus, b, target, args.jobs)
+        finally:
+            for p in busy:
+                p.terminate()
+                p.join()
+        fa, fb = files(a), files(b)
+        differ = sorted(set(fa) ^ set(fb)) + [f for f in sorted(set(fa) & set(fb))
+                                                if not filecmp.cmp(a / f, b / f, shallow=False)]
+        bad += len(differ)
+        print(f"| {target} | {len(fa)} | {len(fb)} | {len(differ)} | {t1:.0f} | {t2:.0f} |", flush=True)
+        for f in differ[:10]:
+            print(f"  differs: {f}")
+        shutil.rmtree(a, ignore_errors=True)
+        shutil.rmtree(b, ignore_errors=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
