@@ -7,11 +7,15 @@
 
 The default pipeline (``DEFAULT_PASSES``) reads top to bottom::
 
-    cleanup     the IR clean-ups of gramopt/rewrites/cleanup (when present)
+    cleanup     the IR clean-ups of gramopt/rewrites/cleanup (rounds to their fixpoint)
     saturate    lower into the e-graph, saturate every rewrite family, extract for the target
     inline      inline non-start rules as the target's inlining policy says
-    target      the target's fix-ups (gramopt.targets; xgrammar: star rules, FOLLOW lookaheads,
-                a root that rules reference delegates)
+                — the three above repeated as one fixpoint (``run_to_fixpoint``) —
+    target      the target's fix-ups, once, last (gramopt.targets; xgrammar: star rules,
+                FOLLOW lookaheads, a root that rules reference delegates): no later
+                saturation undoes them
+    engine-check  for a target with one (llguidance)
+    verify      the output against the input
 
 Any pass runs alone: ``passes=["delegation", "inline"]``. The e-graph passes
 "delegation", "recursion", "alternation", "repetition", "sequence" saturate with one family
@@ -302,12 +306,31 @@ class PassManager:
             self.callback(name, out)
         return out, rep
 
-    def run(self, g: Grammar) -> tuple[Grammar, list[PassReport]]:
+    def run(self, g: Grammar, names=None) -> tuple[Grammar, list[PassReport]]:
         reports = []
-        for name in self.names:
+        for name in self.names if names is None else names:
             g, rep = self.run_pass(name, g)
             reports.append(rep)
         return g, reports
+
+    def run_to_fixpoint(self, g: Grammar) -> tuple[Grammar, list[PassReport]]:
+        """The pipeline as it reads: every pass but the target's, repeated until a round
+        changes nothing (at most 10 rounds), then the target's fix-ups once, last, so that no
+        saturation undoes them (they are idempotent and end in their own fixpoint)."""
+        core = [n for n in self.names if n != "target"]
+        out, reports = self.run(g, core)
+        for round_ in range(2, 11):
+            again, more = self.run(out, core)
+            if again == out:
+                break
+            for p in more:
+                p.name = f"{p.name}#{round_}"
+            reports += more
+            out = again
+        if "target" in self.names:
+            out, rep = self.run_pass("target", out)
+            reports.append(rep)
+        return out, reports
 
 
 def _too_big(g: Grammar) -> bool:
@@ -338,15 +361,7 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
     t0 = time.perf_counter()
     check_size(grammar)
     pm = PassManager(passes, target, limits, callback, cost_model)
-    out, reports = pm.run(grammar)
-    for round_ in range(2, 11):  # to a fixpoint, so that optimizing the output changes nothing
-        again, more = pm.run(out)
-        if again == out:
-            break
-        for p in more:
-            p.name = f"{p.name}#{round_}"
-        reports += more
-        out = again
+    out, reports = pm.run_to_fixpoint(grammar)
     if pm.ctx.target.engine_check is not None and out != grammar:
         out = _engine_check(grammar, out, pm, reports)
     if out == grammar:
