@@ -7,7 +7,7 @@
 
 The default pipeline (``DEFAULT_PASSES``) reads top to bottom::
 
-    cleanup     the IR clean-ups of gramopt/rewrites/cleanup (rounds to their fixpoint)
+    cleanup     the IR clean-ups of gramopt/transforms/cleanup (rounds to their fixpoint)
     saturate    lower into the e-graph, saturate every rewrite family, extract for the target
     inline      inline non-start rules as the target's inlining policy says
                 — the three above repeated as one fixpoint (``run_to_fixpoint``) —
@@ -52,8 +52,8 @@ from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Grammar, GrammarError, check_
 from .grammar.analysis import productive_rules
 from .grammar.size import grammar_size
 from .rewrites import FAMILIES, rules as rewrite_rules
-from .rewrites.cleanup import PASSES as CLEANUPS
-from .rewrites.inline import inline_rules, is_leaf, rule_kappa
+from .transforms.cleanup import PASSES as CLEANUPS
+from .transforms.inline import inline_rules, is_leaf, rule_kappa
 from .targets import INLINE_LEAVES, INLINE_NONE, Target
 
 DEFAULT_PASSES = ("cleanup", "saturate", "inline", "target")

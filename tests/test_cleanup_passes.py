@@ -5,7 +5,7 @@ import pytest
 
 from gramopt.costmodels.kappa import kappa
 from gramopt.grammar import Grammar, Literal, Ref, Rule, Terminal, alt, seq
-from gramopt.rewrites.cleanup import (PASSES, canonicalize_repetition, factor_alternatives,
+from gramopt.transforms.cleanup import (PASSES, canonicalize_repetition, factor_alternatives,
                                       fuse_literals, merge_char_alternatives,
                                       remove_duplicate_alternatives, remove_unproductive,
                                       remove_unreachable, simplify, simplify_epsilon)

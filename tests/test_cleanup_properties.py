@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from gramopt.costmodels.kappa import kappa
-from gramopt.rewrites.cleanup import PASSES, simplify
+from gramopt.transforms.cleanup import PASSES, simplify
 from test_cleanup_support import RANDOM_ALPHABET, assert_same_language, grammars
 
 RUNS = {**PASSES, "simplify": simplify}

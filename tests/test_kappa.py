@@ -62,3 +62,17 @@ def test_lowering_is_deterministic_and_names_helpers_after_rule():
 def test_lark_literal_is_one_token():
     grammar = Grammar((Rule("start", Literal("abc")),), "start", dialect="lark")
     assert kappa(grammar) == 1 + 2 + 2
+
+
+@pytest.mark.parametrize("lo,hi", [(0, None), (1, None), (2, None), (3, None), (0, 1), (2, 2), (1, 4), (0, 3)])
+@pytest.mark.parametrize("item", ['"ab"', '[a-z]', '("a" | "bc")'])
+def test_the_kappa_table_is_the_lowering(item, lo, hi):
+    """``costmodels.kappa``'s table (used by ``rule_kappa`` and the extractor's node cost)
+    counts what ``grammar/bnf.py`` lowers: κ of the BNF equals 1 + HELPER + the construct's
+    symbols + 1 + its helper states."""
+    from gramopt.costmodels.kappa import HELPER, alt_kappa, repeat_kappa, rule_kappa
+    from gramopt.formats import parse
+    g = parse(f"root ::= {item}{{{lo},{'' if hi is None else hi}}}\n", "ebnf")
+    x, h = {'"ab"': (2, 0), '[a-z]': (1, 0)}.get(item) or alt_kappa([(1, 0), (2, 0)])
+    syms, helpers = repeat_kappa(x, lo, hi, h)
+    assert kappa(g) == 1 + HELPER + syms + 1 + helpers == 1 + rule_kappa(g.rules[0], "ebnf")

@@ -188,7 +188,7 @@ def test_inlining_gives_a_rule_a_second_look_once_it_is_a_leaf():
     earley criterion (inline leaves whatever κ says) still applies to it (xgrammar's
     builtin JSON kept a leaf `value_non_str_1` that its obfuscated form inlined)."""
     from gramopt.formats import parse
-    from gramopt.rewrites.inline import inline_rules, is_leaf
+    from gramopt.transforms.inline import inline_rules, is_leaf
     g = parse('root ::= A "1" A "2" A\nA ::= "x" B "zw"\nB ::= "b" | "c"', "gbnf")
     out, names = inline_rules(g, always=is_leaf)
     assert out.names == ["root"] and sorted(names) == ["A", "B"]

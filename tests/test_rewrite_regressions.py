@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gramopt.grammar import Alt, Epsilon, Grammar, Literal, Ref, Repeat, Rule
-from gramopt.rewrites.cleanup import PASSES
+from gramopt.transforms.cleanup import PASSES
 from gramopt.verify import check_equivalence
 
 a = Literal("a")
@@ -32,7 +32,7 @@ def test_duplicated_recursive_rule_merges_before_factoring():
     from gramopt.costmodels import kappa
     from gramopt.formats import parse
     from gramopt.passes import optimize
-    from gramopt.rewrites.cleanup.equivalent_rules import merge_equivalent_rules
+    from gramopt.transforms.cleanup.equivalent_rules import merge_equivalent_rules
     clean = parse('root ::= "(" v ")"\nv ::= "f " (v " " P | v " " P " " v) | "x"\nP ::= "p" | "q"', "gbnf")
     dup = parse('root ::= "(" v2 ")"\nv ::= "f " (v " " P | v3 " " P " " v) | "x"\nP ::= "p" | "q"\n'
                 'v2 ::= "f " (v " " P | v " " P " " v) | "x"\nv3 ::= d1\nd1 ::= v', "gbnf")
@@ -45,7 +45,7 @@ def test_duplicated_recursive_rule_merges_before_factoring():
 
 def test_equivalent_rules_keeps_pinned_and_start():
     from gramopt.formats import parse
-    from gramopt.rewrites.cleanup.equivalent_rules import merge_equivalent_rules
+    from gramopt.transforms.cleanup.equivalent_rules import merge_equivalent_rules
     g = parse('root ::= a b\na ::= "x" a | "y"\nb ::= "x" b | "y"', "gbnf")
     assert merge_equivalent_rules(g).names == ["root", "a"]
     g = parse('root ::= "x" root | "y" | a\na ::= "x" a | "y"', "gbnf")  # start never removed
@@ -67,7 +67,7 @@ def test_copy_of_recursive_rule_through_a_star_helper_merges():
     from gramopt.formats import parse
     from gramopt.grammar.analysis import recursive_references
     from gramopt.passes import optimize
-    from gramopt.rewrites.cleanup.equivalent_rules import merge_equivalent_rules
+    from gramopt.transforms.cleanup.equivalent_rules import merge_equivalent_rules
     g = parse(_STRING_COPY, "gbnf")
     merged = merge_equivalent_rules(g)
     assert "s2" not in merged.names and "s" in merged.names
@@ -87,7 +87,7 @@ def test_merging_through_unfolding_keeps_the_language(text):
     """A rule whose body names a block-mate must not give its body to the merged rule
     (``m ::= m`` denotes nothing)."""
     from gramopt.formats import parse
-    from gramopt.rewrites.cleanup.equivalent_rules import merge_equivalent_rules
+    from gramopt.transforms.cleanup.equivalent_rules import merge_equivalent_rules
     g = parse(text, "ebnf")
     out = merge_equivalent_rules(g)
     assert all(r.body != Ref(r.name) for r in out.rules)

@@ -21,7 +21,7 @@ import sys
 LAYERS = [  # floor 0 is the ground
     {"grammar", "_version"},
     {"formats", "costmodels", "verify", "runtime"},
-    {"rewrites", "egraph", "sampling"},
+    {"rewrites", "egraph", "transforms", "sampling"},
     {"targets", "engines"},
     {"passes", "bench"},
     {"cli", "batch", "summary", "__init__", "__main__"},

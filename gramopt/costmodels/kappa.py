@@ -15,11 +15,51 @@ How EBNF constructs count follows from the lowering table in ``bnf.py``:
 * a nested alternation ``( … | … )`` adds a helper with one production per alternative.
 
 Exact facts (tests): G1 = {S → a S b | ε} has κ 8; G2 = {S → a A b | ε, A → a A b | ε} has κ 15.
+
+The table (one home: ``rule_kappa`` and the extractor's node cost, ``egraph.extract.NodeCost``,
+both read it; ``tests/test_kappa.py`` checks it against the lowering of ``grammar/bnf.py``).
+Each construct puts ``symbols`` on its parent's right-hand side and adds ``helper`` states
+(its helper nonterminals' entry/exit states and productions); x is the item's symbols::
+
+    construct       symbols        helper states
+    "abc"           3 (Lark: 1)    0
+    [a-z], TERM     1              0
+    ( e1 | … | ek ) 1              HELPER + Σ (|ei| + 1)           N → e1 | … | ek
+    x*              1              HELPER + (x + 2) + 1            N → N x | ε
+    x{m,} (m ≥ 1)   x(m−1) + 1     HELPER + (x + 2) + (x + 1)      N → N x | x
+    x{m,n} (n > m)  x·m + 1        k(x + 5) − 1, k = n − m          O1 → x O2 | ε … Ok → x | ε
+    x{m}            x·m            0
 """
 
 from __future__ import annotations
 
 from ..grammar import BNF, Alt, Epsilon, Grammar, Literal, Repeat, Rule, Seq, lower
+
+
+HELPER = 2  # a nonterminal's entry and exit states
+
+
+def literal_kappa(length: int, lark: bool) -> int:
+    """Symbols of a literal of ``length`` code points (a Lark literal is one token)."""
+    return 1 if lark else length
+
+
+def alt_kappa(items) -> tuple[int, float]:
+    """(symbols, helper states) of a nested alternation of items given as (symbols, helpers)."""
+    return 1, HELPER + sum(n + 1 + h for n, h in items)
+
+
+def repeat_kappa(x: float, lo: int, hi: int | None, h: float = 0) -> tuple[float, float]:
+    """(symbols, helper states) of ``item{lo,hi}`` (hi None: unbounded) whose item puts ``x``
+    symbols on a right-hand side and adds ``h`` helper states of its own."""
+    if hi is None:
+        if lo == 0:
+            return 1, h + HELPER + (x + 2) + 1
+        return x * (lo - 1) + 1, h + HELPER + (x + 2) + (x + 1)
+    k = hi - lo
+    if k == 0:
+        return x * lo, h
+    return x * lo + 1, h + k * (x + 5) - 1
 
 
 def kappa_of_bnf(bnf: BNF) -> int:
@@ -33,11 +73,12 @@ def kappa(grammar: Grammar) -> int:
 
 def expr_syms(e, lark: bool = False) -> tuple[int, int]:
     """(symbols ``e`` puts on the right-hand side it sits in, states of the helper
-    nonterminals it creates) under the canonical lowering (``gramopt.grammar.bnf``)."""
+    nonterminals it creates) under the canonical lowering (``gramopt.grammar.bnf``), read
+    from the table above."""
     if isinstance(e, Epsilon):
         return 0, 0
     if isinstance(e, Literal):
-        return (1 if lark else len(e.text)), 0
+        return literal_kappa(len(e.text), lark), 0
     if isinstance(e, Seq):
         n = h = 0
         for i in e.items:
@@ -45,22 +86,10 @@ def expr_syms(e, lark: bool = False) -> tuple[int, int]:
             n, h = n + a, h + b
         return n, h
     if isinstance(e, Alt):
-        h = 2
-        for i in e.items:
-            a, b = expr_syms(i, lark)
-            h += a + 1 + b
-        return 1, h
+        return alt_kappa(expr_syms(i, lark) for i in e.items)
     if isinstance(e, Repeat):
         x, h = expr_syms(e.item, lark)
-        lo, hi = e.min, e.max
-        if hi is None:
-            if lo == 0:
-                return 1, h + x + 5
-            return x * (lo - 1) + 1, h + 2 * x + 5
-        k = hi - lo
-        if k == 0:
-            return x * lo, h
-        return x * lo + 1, h + k * (x + 5) - 1
+        return repeat_kappa(x, e.min, e.max, h)
     return 1, 0
 
 
@@ -71,7 +100,7 @@ def rule_kappa(rule: Rule, dialect: str) -> int:
     pass to score every candidate rewrite of a rule."""
     lark = dialect == "lark"
     alts = rule.body.items if isinstance(rule.body, Alt) else (rule.body,)
-    total = 2
+    total = HELPER
     for a in alts:
         n, h = expr_syms(a, lark)
         total += n + 1 + h

@@ -56,6 +56,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field, replace
 
+from ..costmodels.kappa import alt_kappa, literal_kappa, repeat_kappa
 from ..costmodels.sac_proxy import W_CONCAT, W_INFIX, W_NULLALT, W_NULLREP
 from ..grammar import Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, refs, rename_refs, seq
 from .lower import ENode, GrammarEGraph, Snapshot
@@ -89,7 +90,7 @@ class NodeCost:
         k = n.kind
         if k == "Tok":
             a = self.atoms[n.data]
-            base = float(len(a.text)) if isinstance(a, Literal) and not self.lark else 1.0
+            base = float(literal_kappa(len(a.text), self.lark)) if isinstance(a, Literal) else 1.0
         elif k == "Eps":
             base = 0.0
         elif k == "Seq":
@@ -100,19 +101,19 @@ class NodeCost:
             elif self.weights is not None and len(ch) >= 2:
                 base += self.lam * (self._w("left_rec", 0.0) * forward[0] + self._w("right_rec", 0.0) * forward[-1])
         elif k == "Alt":
-            base = sum(x + 1 for x in child) + (0.0 if is_rule else 3.0)
+            # a rule's own alternation adds no helper; a nested one is a helper (κ table)
+            base = sum(x + 1 for x in child) if is_rule else float(sum(alt_kappa((x, 0) for x in child)))
             nn = sum(1 for ch in n.children if ch in nullable)
             base += self.lam * self._w("nullalt", W_NULLALT) * max(0, nn - 1)
         elif k == "Rep":
             x = child[0]
             lo, hi = n.data
+            base = float(sum(repeat_kappa(x, lo, None if hi == -1 else hi)))  # the κ table
             if hi == -1:
-                # x+ ties with x x* in κ; prefer the shorter text (-0.25)
-                base = (max(lo, 1) - 1) * x + (x + 6 if lo == 0 else 2 * x + 5.75)
+                if lo > 0:
+                    base -= 0.25  # x+ ties with x x* in κ; prefer the shorter text
                 if n.children[0] in nullable:
                     base += self.lam * self._w("nullrep", W_NULLREP)
-            else:
-                base = lo * x + (hi - lo) * (x + 5)
         else:
             raise ValueError(k)
         # engine targets keep regular parts regular: recursion only where no repetition or

@@ -1,13 +1,13 @@
-"""The rewrite families, each in its own module with its soundness argument beside it.
+"""The e-graph rewrite families, each in its own module with its soundness argument beside it.
 
     repetition   (x*)* → x*, x{1} → x, …              egglog rules
     sequence     a (b c) → a b c, x x* → x+, …        Python searchers
     alternation  set semantics of Alt, x | ε → x?, char-class merging
     delegation   rules equal up to renaming (bisimulation by partition refinement)
     recursion    X ::= X w | T → T w*, X ::= X X | T → T+, E op E → T (op T)*, and back
-    inline       (post-extraction) inlining of non-start rules where κ says it pays
 
-Clean-up passes (pure Grammar → Grammar) live in ``cleanup/``.
+Only e-graph rules live here (they must not depend on a cost model); the IR → IR passes
+(clean-ups, the inliner) live in ``gramopt.transforms``.
 """
 
 from . import alternation, delegation, recursion, repetition, sequence

@@ -1,0 +1,51 @@
+"""IR → IR passes: each a pure ``Grammar -> Grammar`` function with its argument (why it keeps
+the language) in its docstring; one home for every pass that is not an e-graph rewrite.
+
+    cleanup/     the clean-ups users expect (``cleanup.PASSES``, run to a fixpoint by
+                 ``cleanup.simplify``): equal rules merged, unproductive / unreachable rules
+                 removed, ε, canonical repetitions, duplicates, class merging, fusion, factoring
+    inline.py    inlining of non-start rules where the exact κ says it pays (post-extraction)
+
+    IR_PASSES[name] -> Pass(name, run, argument)   every IR pass by stable name
+
+The e-graph rewrite families live in ``gramopt.rewrites``; a target's own reshapings in
+``gramopt.targets``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..grammar import Grammar
+from .cleanup import PASSES as CLEANUPS
+
+
+@dataclass(frozen=True)
+class Pass:
+    """A named IR pass; ``argument`` is its docstring (what it does and why the language is kept)."""
+
+    name: str
+    run: Callable[[Grammar], Grammar]
+
+    @property
+    def argument(self) -> str:
+        import inspect
+        return inspect.getdoc(self.run) or inspect.getdoc(inspect.getmodule(self.run)) or ""
+
+    def __call__(self, grammar: Grammar) -> Grammar:
+        return self.run(grammar)
+
+
+def _inline(grammar: Grammar) -> Grammar:
+    """Inline every rule whose inlining does not increase κ (``inline.inline_rules``)."""
+    from .inline import inline_rules
+    return inline_rules(grammar)[0]
+
+
+IR_PASSES: dict[str, Pass] = {
+    **{f"cleanup-{n}": Pass(f"cleanup-{n}", fn) for n, fn in CLEANUPS.items()},
+    "inline": Pass("inline", _inline),
+}
+
+__all__ = ["CLEANUPS", "IR_PASSES", "Pass"]
