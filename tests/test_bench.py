@@ -138,14 +138,6 @@ def test_default_selection_without_corpus(tmp_path):
     assert {c.suite for c in sel.cases} == {"pathological"} and sel.notes
 
 
-def test_obfuscate_reexport():
-    import sys
-    sys.path.insert(0, os.path.dirname(__file__))
-    from obfuscate import obfuscate
-    from gramopt.bench.obfuscate import obfuscate as inner
-    assert obfuscate is inner
-
-
 def test_folder_in_worker_processes(tmp_path):
     """A folder runs in spawned workers; results come back in file order and cache."""
     from gramopt.bench.suites import path_cases

@@ -3,17 +3,14 @@ original, outputs are idempotent, verified, load in their engine and accept the 
 samples. Default run: grammars under 12 KB (every grammar with samples for the engine check);
 ``-m slow`` for the rest. Timings: benchmarks/optimizer_bench.py."""
 
-from corpus_location import CORPUS as _CORPUS_DIR, own_engine, validate_module
-import sys
+import pytest
 from pathlib import Path
 
-import pytest
+from corpus_location import CORPUS as _CORPUS_DIR, own_engine, validate_module
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from obfuscate import obfuscate  # noqa: E402
-
-from gramopt.costmodels import kappa, sac_proxy  # noqa: E402
-from gramopt.passes import optimize  # noqa: E402
+from gramopt.bench.obfuscate import obfuscate
+from gramopt.costmodels import kappa, sac_proxy
+from gramopt.passes import optimize
 
 CORPUS = _CORPUS_DIR
 FILES = sorted(list(CORPUS.glob("gbnf/*.gbnf")) + list(CORPUS.glob("ebnf/*.ebnf"))) if CORPUS.is_dir() else []

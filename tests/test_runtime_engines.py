@@ -86,10 +86,6 @@ def ebnf_text(g: Grammar, style: str = "xgrammar") -> str:
 # ------------------------------------------------------------ fixtures
 
 
-@pytest.fixture(scope="module")
-def qwen():
-    return Vocab.qwen()
-
 
 @pytest.fixture(scope="module")
 def xgr_info(qwen):

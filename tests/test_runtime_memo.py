@@ -28,10 +28,6 @@ from test_runtime_masks import GRAMMARS, TEXTS, check_masks, small_vocab
 DATA = Path(__file__).parent / "data" / "gbnf"
 
 
-@pytest.fixture(scope="module")
-def qwen():
-    return Vocab.qwen()
-
 
 def reference_mask(rec: Recognizer, state, vocab: Vocab) -> set[int]:
     """Allowed token ids by the reference recognizer: its memoized states walked over the

@@ -48,10 +48,6 @@ def bvocab():
     return byte_vocab()
 
 
-@pytest.fixture(scope="module")
-def qwen():
-    return Vocab.qwen()
-
 
 @pytest.fixture(scope="module")
 def grammars():

@@ -1,0 +1,118 @@
+"""Start ⇒ goal, one law at a time (egg's ``test_fn!``): for every e-graph rewrite, a start
+expression and a goal expression that the rewrite alone, run by the ``Runner``, puts in one
+e-class — and that are *not* in one class before it runs (so the test can fail). Every IR
+pass has its golden start ⇒ goal table too (clean-ups: ``test_cleanup_passes.GOLDEN``;
+inliner and the xgrammar reshapings: below and ``test_target_xgrammar``); a test checks
+that no rewrite or pass is left without one.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gramopt.egraph import GrammarEGraph, Runner
+from gramopt.grammar import Alt, CharClass, Epsilon, Grammar, Literal, Ref, Repeat, Rule, Seq, alt, seq
+from gramopt.rewrites import rules
+
+a, b, c = Literal("a"), Literal("b"), Literal("c")
+
+
+def star(x):
+    return Repeat(x, 0, None)
+
+
+def plus(x):
+    return Repeat(x, 1, None)
+
+
+def opt(x):
+    return Repeat(x, 0, 1)
+
+
+# rewrite name -> (start rules, goal rules): the rule "start" must end in one class with "goal"
+LAWS = {
+    "rep-nested(x*)*": ([Rule("start", star(star(a)))], [Rule("goal", star(a))]),
+    "rep-nested(x+)*": ([Rule("start", star(plus(a)))], [Rule("goal", star(a))]),
+    "rep-nested(x*)+": ([Rule("start", plus(star(a)))], [Rule("goal", star(a))]),
+    "rep-nested(x+)+": ([Rule("start", plus(plus(a)))], [Rule("goal", plus(a))]),
+    "rep-nested(x?)*": ([Rule("start", star(opt(a)))], [Rule("goal", star(a))]),
+    "rep-nested(x*)?": ([Rule("start", opt(star(a)))], [Rule("goal", star(a))]),
+    "rep-nested(x?)+": ([Rule("start", plus(opt(a)))], [Rule("goal", star(a))]),
+    "rep-nested(x+)?": ([Rule("start", opt(plus(a)))], [Rule("goal", star(a))]),
+    "rep-nested(x?)?": ([Rule("start", opt(opt(a)))], [Rule("goal", opt(a))]),
+    "rep-one": ([Rule("start", seq(b, Repeat(a, 1, 1)))], [Rule("goal", seq(b, a))]),
+    "rep-zero": ([Rule("start", Repeat(a, 0, 0))], [Rule("goal", Epsilon())]),
+    "rep-eps": ([Rule("start", star(Epsilon()))], [Rule("goal", Epsilon())]),
+    "seq-flatten": ([Rule("start", Seq((a, Seq((b, c)))))], [Rule("goal", Seq((Seq((a, b)), c)))]),
+    "seq-repetition": ([Rule("start", seq(a, star(a)))], [Rule("goal", plus(a))]),
+    "alt-normalize": ([Rule("start", seq(c, Alt((a, b, a))))], [Rule("goal", seq(c, Alt((b, a))))]),
+    "alt-optional": ([Rule("start", seq(c, Alt((a, Epsilon()))))], [Rule("goal", seq(c, opt(a)))]),
+    "alt-charclass": ([Rule("start", seq(c, Alt((a, b))))], [Rule("goal", seq(c, CharClass(((97, 98),))))]),
+    # X ::= "a" Y | "" ; Y ::= "a" X | ""  and  goal ::= "a" goal | "": equal up to renaming
+    "delegation-bisim": ([Rule("start", alt(seq(a, Ref("y")), Epsilon())), Rule("y", alt(seq(a, Ref("start")), Epsilon()))],
+                         [Rule("goal", alt(seq(a, Ref("goal")), Epsilon()))]),
+    # X ::= X "a" | "b"  →  X = "b" "a"*
+    "rec-normalize": ([Rule("start", alt(seq(Ref("start"), a), b))], [Rule("goal", seq(b, star(a)))]),
+}
+
+
+def _classes(start, goal, rewrite_names):
+    g = Grammar(tuple(start + goal), "start")
+    eg = GrammarEGraph(g)
+    before = eg.snapshot()
+    if rewrite_names:
+        Runner([r for r in rules() if r.name in rewrite_names]).run(eg)
+    after = eg.snapshot()
+    return (before.of_name["start"], before.of_name["goal"]), (after.of_name["start"], after.of_name["goal"]), after
+
+
+@pytest.mark.parametrize("name", list(LAWS))
+def test_start_reaches_goal(name):
+    start, goal = LAWS[name]
+    (s0, g0), (s1, g1), _ = _classes(start, goal, {name})
+    assert s0 != g0, "start and goal are one class before the rewrite runs: the test proves nothing"
+    assert s1 == g1, f"{name} did not put start and goal in one class"
+
+
+def test_rec_intro_offers_the_left_recursive_form():
+    """rec-intro: X = x*  →  X = X x | ε: the class of x* gains the node Alt(Seq(X, x), ε)."""
+    g = Grammar((Rule("start", star(a)),), "start")
+    eg = GrammarEGraph(g)
+    Runner([r for r in rules() if r.name == "rec-intro"]).run(eg)
+    snap = eg.snapshot()
+    x = snap.of_name["start"]
+    seqs = {d for n in snap.classes[x] if n.kind == "Alt" for d in n.children
+            if any(m.kind == "Seq" and m.children[0] == x for m in snap.classes[d])}
+    assert seqs, "no X x | ε alternative in the class of x*"
+
+
+def test_every_rewrite_has_a_law():
+    names = {r.name for r in rules()}
+    assert names - set(LAWS) == {"rec-intro"}  # its own test above
+
+
+def test_every_ir_pass_has_a_golden_table():
+    from test_cleanup_passes import GOLDEN
+    from gramopt.transforms import IR_PASSES
+    covered = {f"cleanup-{n}" for n, fn in __import__("gramopt.transforms.cleanup", fromlist=["PASSES"]).PASSES.items()
+               if fn in GOLDEN}
+    covered |= {"inline", "cleanup-equivalent-rules"}  # test_inline_law, test_equivalent_rules_law below
+    assert set(IR_PASSES) <= covered, set(IR_PASSES) - covered
+
+
+def test_inline_law():
+    """S ::= "a" B "c" ; B ::= "b" "b"  ⇒  S ::= "a" "b" "b" "c" (κ does not grow)."""
+    from gramopt.transforms import IR_PASSES
+    g = Grammar((Rule("S", seq(a, Ref("B"), c)), Rule("B", seq(b, b))), "S")
+    assert IR_PASSES["inline"](g) == Grammar((Rule("S", seq(a, b, b, c)),), "S")
+    rec = Grammar((Rule("S", seq(a, Ref("B"))), Rule("B", alt(seq(b, Ref("B")), c))), "S")
+    assert IR_PASSES["inline"](rec) == rec  # a self-recursive rule is never inlined
+
+
+def test_equivalent_rules_law():
+    """S ::= A B ; A ::= "a" A | "" ; B ::= "a" B | ""  ⇒  B merged into A (equal up to renaming)."""
+    from gramopt.transforms import IR_PASSES
+    g = Grammar((Rule("S", seq(Ref("A"), Ref("B"))), Rule("A", alt(seq(a, Ref("A")), Epsilon())),
+                 Rule("B", alt(seq(a, Ref("B")), Epsilon()))), "S")
+    out = IR_PASSES["cleanup-equivalent-rules"](g)
+    assert [r.name for r in out.rules] == ["S", "A"] and out.rule_map["S"].body == seq(Ref("A"), Ref("A"))
