@@ -1,0 +1,67 @@
+"""Small regular rules inlined into their callers (``ws ::= [ \t]*``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...grammar import Alt, CharClass, Expr, Grammar, Ref, Seq, refs, seq, transform, walk
+
+
+SMALL = 8  # expression nodes: [ \t\n]* is 2, "\"" [^"]* "\"" is 4
+
+
+SMALL_ALT = 12  # ("int" | "float" | "char") [ \t\n]+ is 7
+
+
+def inline_small_regular_rules(g: Grammar) -> tuple[Grammar, list[str]]:
+    """Substitute the body of a small rule that uses no rule for references to it; a rule
+    with no reference left is dropped. Argument: replacing a reference by the referenced
+    rule's body keeps the language.
+
+    Without an alternation (``ws ::= [ \t\n]*``) the body goes to every reference. Why: a
+    shared ``ws`` rule ends wherever any of its callers continues, so its FOLLOW (and any
+    assertion) is the union of every caller's next character, and a token like `` x`` stays
+    undecided at every ``ws`` position; inline, the star is part of its caller's automaton,
+    which knows what comes next. With an alternation (``dataType ::= ("int" | "char") ws``)
+    the body goes only where something follows the reference in its sequence: xgrammar lifts
+    the group into a helper rule used once and not last, for which it derives an exact
+    assertion (the rest of the sequence) that decides ``int x`` inside the cache; at the end of
+    a sequence the helper would get no assertion, so there the rule (with its FOLLOW
+    assertion) stays. Never inlined: the start rule, rules named in an assertion, and rules
+    with a sequence assertion (written by a user)."""
+    pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
+    small, inner = {}, {}
+    for r in g.rules:
+        if (r.name == g.start or r.name in pinned or refs(r.body)
+                or not (r.lookahead is None or isinstance(r.lookahead, CharClass))):
+            continue
+        size = sum(1 for _ in walk(r.body))
+        if not any(isinstance(x, Alt) for x in walk(r.body)):
+            if size <= SMALL:
+                small[r.name] = r.body
+        elif size <= SMALL_ALT:
+            inner[r.name] = r.body
+    if not small and not inner:
+        return g, []
+
+    def sub(e: Expr) -> Expr:
+        if isinstance(e, Ref):
+            return small.get(e.name, e)
+        if isinstance(e, Seq) and inner:
+            items = [inner[x.name] if isinstance(x, Ref) and x.name in inner and i < len(e.items) - 1 else x
+                     for i, x in enumerate(e.items)]
+            return seq(*items) if items != list(e.items) else e
+        return e
+
+    bodies = {r.name: transform(r.body, sub) for r in g.rules if r.name not in small}
+    used = {n for b in bodies.values() for n in refs(b)} | pinned | {g.start}
+    done = [n for n in g.names if n in small or (n in inner and _uses(bodies.values(), n) < _uses(g.bodies().values(), n))]
+    if not done:
+        return g, []
+    rules = [replace(r, body=bodies[r.name]) for r in g.rules
+             if r.name in bodies and not (r.name in inner and r.name not in used)]
+    return g.replace_rules(rules), done
+
+
+def _uses(bodies, name: str) -> int:
+    return sum(1 for b in bodies for x in walk(b) if isinstance(x, Ref) and x.name == name)
