@@ -195,4 +195,7 @@ def test_calibration_fits_llamacpp_and_the_target_extracts_under_it(tmp_path, mo
     path = cal.save_model(cal.fit(rows, "llama.cpp"), str(tmp_path / "models"))
     assert path.endswith("llama.cpp.json")
     cal._WEIGHTS_CACHE.clear()  # the bench's own optimize cached "no model yet"
-    assert passes._node_weights(TARGETS["llama.cpp"]) == cal.load_model("llama.cpp").node_weights
+    # a fitted model is used only when named (never read from $GRAMOPT_MODELS)
+    named = str(tmp_path / "models")
+    assert passes.cost_model_used(TARGETS["llama.cpp"], None)[0] is None
+    assert passes.cost_model_used(TARGETS["llama.cpp"], named)[0] == cal.load_model("llama.cpp", named).node_weights
