@@ -233,3 +233,18 @@ def test_convert_refuses_to_overwrite_its_input(small, capsys):
     assert run("convert", small, "-o", small) == 2
     assert "refusing to overwrite the input file" in capsys.readouterr().err
     assert small.read_text(encoding="utf-8") == before
+
+
+# ---------------------------------------------------------------- folders
+
+
+@pytest.mark.parametrize("where", ["same", "inside"])
+def test_a_folder_output_in_or_equal_to_its_input_is_refused(tmp_path, capsys, where):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "g.gbnf").write_text('root ::= "a" | "b"\n', encoding="utf-8")
+    out = src if where == "same" else src / "out"
+    assert run("optimize", src, "-o", out, "-q") == 2
+    assert "the output folder is the input folder or inside it" in capsys.readouterr().err
+    assert (src / "g.gbnf").read_text(encoding="utf-8") == 'root ::= "a" | "b"\n'
+    assert not (src / "out").exists()

@@ -209,6 +209,13 @@ def optimize_batch(path: str, outdir: str, *, jobs: int = 0, scheduler: str | No
     (``gramopt.batch``: local worker processes or a Dask cluster, a content-addressed cache
     in ``cache``, default ``OUTDIR/.gramopt-cache``)."""
     from ..batch import CACHE_FOLDER, batch_items, run_batch
+    if os.path.isdir(path):
+        src, dst = os.path.realpath(path), os.path.realpath(outdir)
+        if dst == src or dst.startswith(src.rstrip(os.sep) + os.sep):
+            # -o DIR would overwrite every input; -o DIR/out would optimize its own outputs
+            # on the next run (out/out/out…)
+            raise GrammarError("the output folder is the input folder or inside it: write outside "
+                               f"'{path}'", path=outdir)
     items = batch_items(path, outdir, to=options.get("to"), target=options.get("target", targets.DEFAULT),
                         dialect=options.get("dialect"))
     os.makedirs(outdir, exist_ok=True)
