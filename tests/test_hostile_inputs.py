@@ -248,3 +248,10 @@ def test_a_folder_output_in_or_equal_to_its_input_is_refused(tmp_path, capsys, w
     assert "the output folder is the input folder or inside it" in capsys.readouterr().err
     assert (src / "g.gbnf").read_text(encoding="utf-8") == 'root ::= "a" | "b"\n'
     assert not (src / "out").exists()
+
+
+@pytest.mark.parametrize("field", ["iterations", "nodes", "growth", "safety_seconds"])
+def test_negative_limits_are_rejected(field):
+    from gramopt.egraph import Limits
+    with pytest.raises(ValueError, match="must not be negative"):
+        Limits(**{field: -1})

@@ -38,6 +38,11 @@ class Limits:
     growth: float = 6.0  # stop when the e-graph grows past growth × its initial size
     safety_seconds: float = 60.0  # outer safety limit only (module docstring)
 
+    def __post_init__(self) -> None:
+        for name in ("iterations", "nodes", "growth", "safety_seconds"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"limit {name} must not be negative (got {getattr(self, name)})")
+
 
 @dataclass
 class RunReport:
