@@ -197,7 +197,11 @@ def _corpus_grammars():
 def test_corpus_samples_same_masks(path):
     from gramopt.bench.engines import Env
     from gramopt.formats import read
-    g = read(str(path))
+    from gramopt.grammar import GrammarError
+    try:
+        g = read(str(path))
+    except GrammarError as e:
+        pytest.skip(f"gramopt's reader refuses it: {str(e).splitlines()[0]}")
     try:
         Matcher(g, small_vocab())
     except RuntimeGrammarError as e:
