@@ -169,6 +169,17 @@ def test_runtime_limit_is_a_clear_error_and_keeps_state():
     assert set(m.allowed_tokens().tolist()) >= {0, 2}
 
 
+def test_matcher_takes_a_hugging_face_tokenizer():
+    from test_runtime_vocab import _tiny_hf_tokenizer
+    tk = _tiny_hf_tokenizer()
+    g = Grammar((Rule("root", seq(Literal("a"), Repeat(Literal("b"), 0, None))),), "root")
+    m = Matcher(g, tk)
+    assert m.vocab is Matcher(g, tk).vocab  # built once per tokenizer
+    assert m.vocab.token_bytes[:4] == [b"a", b"b", b"ab", b" "]
+    assert m.allowed_tokens().tolist() == [0, 2]
+    assert m.accept_token(2) and m.allowed_tokens().tolist() == [1]
+
+
 # ---------------------------------------------------------------- bitmask kernels
 
 torch = pytest.importorskip("torch")

@@ -90,8 +90,26 @@ def token_table(grammar: Grammar | CompiledGrammar, vocab: Vocab) -> TokenTable:
     return t
 
 
+def as_vocab(vocab) -> Vocab:
+    """``vocab`` itself, or the Vocab of a Hugging Face tokenizer object (a fast tokenizer or
+    a ``tokenizers.Tokenizer``: ``Vocab.from_huggingface``), built once per tokenizer and
+    kept on it, as xgrammar's ``TokenizerInfo.from_huggingface`` is built once."""
+    if isinstance(vocab, Vocab):
+        return vocab
+    cached = getattr(vocab, "_gramopt_vocab", None)
+    if isinstance(cached, Vocab):
+        return cached
+    v = Vocab.from_huggingface(vocab)
+    try:
+        vocab._gramopt_vocab = v
+    except (AttributeError, TypeError):
+        pass  # an object that takes no attributes: rebuilt next time
+    return v
+
+
 class Matcher:
-    """Grammar-constrained decoding state over one vocabulary.
+    """Grammar-constrained decoding state over one vocabulary: ``vocab`` is a ``Vocab`` or a
+    Hugging Face tokenizer object (``as_vocab``); default the Qwen vocabulary.
 
     ``mode="cached"`` (default) builds masks from per-state token classes (tokens.py) and
     walks only the undecided tokens, through the set automaton (earley.memo_*: Earley sets
@@ -120,13 +138,13 @@ class Matcher:
             raise ValueError(f"backend is 'earley' or 'valiant', not {backend!r}")
         return super().__new__(cls)
 
-    def __init__(self, grammar: Grammar | CompiledGrammar | TokenTable, vocab: Vocab | None = None,
+    def __init__(self, grammar: Grammar | CompiledGrammar | TokenTable, vocab=None,
                  *, mode: str = "cached", precompute: bool = False, max_rollback_tokens: int = -1,
                  limits: RuntimeLimits | None = None, backend: str = "earley"):
         if isinstance(grammar, TokenTable):
             self.table = grammar
         else:
-            self.table = token_table(grammar, vocab if vocab is not None else Vocab.qwen())
+            self.table = token_table(grammar, as_vocab(vocab) if vocab is not None else Vocab.qwen())
         if mode not in ("cached", "walk"):
             raise ValueError("mode is 'cached' or 'walk'")
         self.mode = mode
