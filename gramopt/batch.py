@@ -177,7 +177,7 @@ def optimize_item(item: dict, options: dict, cache_dir: str | None) -> dict:
         return {"name": it.name, "code": EXIT_USAGE, "message": e.format().splitlines()[0],
                 "seconds": time.perf_counter() - t0, "text": None, "cached": False}
     except OptimizationError as e:
-        return {"name": it.name, "code": EXIT_UNSOUND, "message": unsound_message(it.name, e).replace("\n", "; "),
+        return {"name": it.name, "code": EXIT_UNSOUND, "message": e.user_message(it.name).replace("\n", "; "),
                 "seconds": time.perf_counter() - t0, "text": None, "cached": False}
     cache_put(cache_dir, key, text)
     before, after = result.report.kappa_before, result.report.kappa_after
@@ -215,16 +215,6 @@ def _optimize(it: Item, options: dict):
 
 # ---------------------------------------------------------------- the batch
 
-
-def unsound_message(path: str, e) -> str:
-    """What a user sees when the optimized grammar's language differs: the counterexample
-    and the pass that introduced it (a bug in gramopt — please report it with the input)."""
-    lines = [f"{path}: error: the optimized grammar's language differs from the input's; nothing written"]
-    if e.counterexample is not None:
-        lines.append(f"  counterexample: {e.counterexample}")
-    if e.pass_name:
-        lines.append(f"  first changed by pass: {e.pass_name}")
-    return "\n".join(lines)
 
 
 class Progress:

@@ -75,6 +75,16 @@ class OptimizationError(Exception):
         self.pass_name = pass_name
         self.result = result
 
+    def user_message(self, path: str) -> str:
+        """What a user sees: the counterexample and the pass that introduced it (a bug in
+        gramopt — please report it with the input)."""
+        lines = [f"{path}: error: the optimized grammar's language differs from the input's; nothing written"]
+        if self.counterexample is not None:
+            lines.append(f"  counterexample: {self.counterexample}")
+        if self.pass_name:
+            lines.append(f"  first changed by pass: {self.pass_name}")
+        return "\n".join(lines)
+
 
 @dataclass
 class PassReport:

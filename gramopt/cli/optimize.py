@@ -145,16 +145,6 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
     return original, write(out_grammar, out_dialect), result, converter
 
 
-def unsound_message(path: str, e) -> str:
-    """What a user sees when the optimized grammar's language differs: the counterexample
-    and the pass that introduced it (a bug in gramopt — please report it with the input)."""
-    lines = [f"{path}: error: the optimized grammar's language differs from the input's; nothing written"]
-    if e.counterexample is not None:
-        lines.append(f"  counterexample: {e.counterexample}")
-    if e.pass_name:
-        lines.append(f"  first changed by pass: {e.pass_name}")
-    return "\n".join(lines)
-
 
 def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start=None, target=targets.DEFAULT,
                   passes=None, verify=True, report=False, as_json=False, check=False,
@@ -170,7 +160,7 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start
                                                           target=target, passes=passes, verify=verify,
                                                           cost_model=cost_model)
     except OptimizationError as e:
-        print(unsound_message(path, e), file=sys.stderr)
+        print(e.user_message(path), file=sys.stderr)
         return EXIT_UNSOUND
     info = sys.stderr if output == "-" else sys.stdout
     for w in result.report.warnings:
