@@ -24,6 +24,18 @@ ENGINES = tuple(n for n, e in DRIVERS.items() if e.default)  # measured unless o
 TARGET_OF = {name: eng.target for name, eng in DRIVERS.items()}
 
 
+def engine_names(text: str) -> tuple[str, ...]:
+    """The engines named in a comma-separated list (``--engines``); an unknown name is a
+    ``GrammarError`` that lists the known ones."""
+    from ..grammar import GrammarError
+
+    names = tuple(e.strip() for e in text.split(",") if e.strip())
+    unknown = [e for e in names if e not in DRIVERS]
+    if unknown:
+        raise GrammarError(f"unknown engine(s) {', '.join(unknown)} (known: {', '.join(DRIVERS)})")
+    return names
+
+
 def percentiles(times_s) -> dict:
     """p50/p95/max in microseconds over all steps (empty → zeros)."""
     a = np.asarray(list(times_s), float) * 1e6
@@ -33,4 +45,5 @@ def percentiles(times_s) -> dict:
             "max": float(a.max()), "mean": float(a.mean())}
 
 
-__all__ = ["DRIVERS", "ENGINES", "TARGET_OF", "EngineError", "Env", "TokenizeError", "Tokenizer", "percentiles"]
+__all__ = ["DRIVERS", "ENGINES", "TARGET_OF", "EngineError", "Env", "TokenizeError", "Tokenizer", "engine_names",
+           "percentiles"]

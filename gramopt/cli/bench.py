@@ -43,16 +43,13 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ..bench.engines import DRIVERS
+    from ..bench.engines import engine_names
     from ..bench.report import summary_table, write_report
     from ..bench.run import Options, run_cases
     from ..bench.suites import default_cases, path_cases, pathological_cases
     from ..grammar import GrammarError
 
-    engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
-    unknown = [e for e in engines if e not in DRIVERS]
-    if unknown:
-        raise GrammarError(f"unknown engine(s) {', '.join(unknown)} (known: {', '.join(DRIVERS)})")
+    engines = engine_names(args.engines)
     if args.vocab not in ("qwen", "bytes") and not os.path.exists(args.vocab):
         raise GrammarError(f"no vocabulary file '{args.vocab}'")
     suites = {s.strip() for s in args.suites.split(",") if s.strip()}

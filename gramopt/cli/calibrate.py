@@ -39,16 +39,13 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ..bench.engines import DRIVERS
+    from ..bench.engines import engine_names
     from ..bench.run import Options, run_cases
     from ..bench.suites import default_cases, path_cases
     from ..costmodels.calibration import MODELS_DIR, fit, rows_from_results, save_model, user_models_dir
     from ..grammar import GrammarError
 
-    engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
-    unknown = [e for e in engines if e not in DRIVERS]
-    if unknown:
-        raise GrammarError(f"unknown engine(s) {', '.join(unknown)} (known: {', '.join(DRIVERS)})")
+    engines = engine_names(args.engines)
     sel = path_cases(args.paths) if args.paths else default_cases()
     for n in sel.notes:
         print(f"gramopt calibrate: {n}", file=sys.stderr)
