@@ -26,6 +26,7 @@ import numpy as np
 
 from ..grammar import Grammar
 from . import earley as K
+from .bitmask import allowed_ids, write_row
 from .chart import Chart
 from .compile import CompiledGrammar, compile_grammar
 from .jump_forward import forced_bytes
@@ -332,22 +333,14 @@ class Matcher:
             if target.dtype in (np.int32, np.uint32) and target.flags.c_contiguous:
                 self._fill(target.view(np.uint32))  # straight into the caller's row
             else:
-                target[:] = self.compute_mask().view(np.int32)
+                write_row(self.compute_mask(), target)
         else:  # torch
-            import torch
-            buf = self.compute_mask().view(np.int32)
-            target = out if out.dim() == 1 else out[row]
-            src = torch.from_numpy(buf.copy())
-            target[:len(buf)].copy_(src.to(target.device), non_blocking=False)
-            if target.shape[0] > len(buf):
-                target[len(buf):] = 0
+            write_row(self.compute_mask(), out, row)
         return self.last_counters
 
     def allowed_tokens(self) -> np.ndarray:
         """Ids of the allowed tokens (unpacked mask), for tests and debugging."""
-        buf = self.compute_mask()
-        bits = np.unpackbits(buf.view(np.uint8), bitorder="little")
-        return np.nonzero(bits[:len(self.vocab)])[0]
+        return allowed_ids(self.compute_mask(), len(self.vocab))
 
 
 def allocate_token_bitmask(batch: int, vocab_size: int) -> np.ndarray:

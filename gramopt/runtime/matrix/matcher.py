@@ -22,6 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from ...grammar import Grammar
+from ..bitmask import allowed_ids, write_row
 from ..vocab import Vocab
 from .kernel import N_COUNTERS
 from .cnf import CNF, build_cnf
@@ -152,23 +153,9 @@ class ValiantMatcher:
         """Write the mask into ``out``: a numpy int32 array of ceil(n/32) words, or
         (batch, words) with ``row``; or a torch int32 tensor of the same shapes (any
         device). Returns the step's counters."""
-        buf = self.compute_mask().view(np.int32)
-        if isinstance(out, np.ndarray):
-            target = out if out.ndim == 1 else out[row]
-            if target.shape[0] < len(buf):
-                raise ValueError(f"bitmask has {target.shape[0]} words, need {len(buf)}")
-            target[:len(buf)] = buf
-            target[len(buf):] = 0
-        else:  # torch
-            import torch
-            target = out if out.dim() == 1 else out[row]
-            target[:len(buf)].copy_(torch.from_numpy(buf.copy()).to(target.device))
-            if target.shape[0] > len(buf):
-                target[len(buf):] = 0
+        write_row(self.compute_mask(), out, row)
         return self.last_counters
 
     def allowed_tokens(self) -> np.ndarray:
         """Ids of the allowed tokens (unpacked mask), for tests and debugging."""
-        buf = self.compute_mask()
-        bits = np.unpackbits(buf.view(np.uint8), bitorder="little")
-        return np.nonzero(bits[:len(self.vocab)])[0]
+        return allowed_ids(self.compute_mask(), len(self.vocab))
