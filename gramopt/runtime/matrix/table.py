@@ -18,11 +18,34 @@ from .kernel import N_COUNTERS, OVERFLOW, DEAD, push_byte, walk_trie, write_pred
 from .cnf import CNF
 
 
-class Table:
+class CommittedText:
+    """What every table backend keeps of the committed bytes: their count ``n`` and, per
+    committed length, whether that prefix is a sentence (``_accepting``)."""
+
+    def __init__(self, cnf: CNF):
+        self.cnf = cnf
+        self._accepting = [cnf.start_nullable]  # per committed length
+        self.n = 0
+
+    def truncate(self, n: int) -> None:
+        if not 0 <= n <= self.n:
+            raise ValueError(f"cannot truncate to {n}: {self.n} bytes committed")
+        self.n = n
+        del self._accepting[n + 1:]
+
+    def accepting(self) -> bool:
+        return self._accepting[self.n]
+
+    def viable(self) -> bool:
+        """The committed text is a viable prefix (always, except ε of an empty language)."""
+        return self.n > 0 or self.cnf.start >= 0 or self.cnf.start_nullable
+
+
+class Table(CommittedText):
     """Columns 0..n of the table for the bytes pushed so far (see kernel.py)."""
 
     def __init__(self, cnf: CNF, capacity: int = 256):
-        self.cnf = cnf
+        super().__init__(cnf)
         n = max(cnf.n, 1)
         self._g = cnf.arrays()
         self.counters = np.zeros(N_COUNTERS, np.int64)
@@ -33,8 +56,6 @@ class Table:
         self.finals = np.zeros(n, np.int32)
         self.stack = np.zeros(n, np.int32)
         self._alloc(capacity, 4 * n + 64, 16 * n + 1024)
-        self._accepting = [cnf.start_nullable]  # per committed length
-        self.n = 0
         write_pred0(cnf.start, cnf.lc_start, cnf.lc, self.pred_row, self.pred_t, self.stack)
 
     # ------------------------------------------------------------ storage
@@ -94,19 +115,6 @@ class Table:
         self.n = n0 + len(data)
         self._accepting[n0 + 1:] = acc
         return True
-
-    def truncate(self, n: int) -> None:
-        if not 0 <= n <= self.n:
-            raise ValueError(f"cannot truncate to {n}: {self.n} bytes committed")
-        self.n = n
-        del self._accepting[n + 1:]
-
-    def accepting(self) -> bool:
-        return self._accepting[self.n]
-
-    def viable(self) -> bool:
-        """The committed text is a viable prefix (always, except ε of an empty language)."""
-        return self.n > 0 or self.cnf.start >= 0 or self.cnf.start_nullable
 
     def walk(self, trie, out: np.ndarray) -> None:
         """OR into ``out`` the tokens of ``trie`` that keep the committed text viable."""

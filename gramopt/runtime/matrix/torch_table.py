@@ -23,15 +23,16 @@ from __future__ import annotations
 import numpy as np
 
 from .cnf import CNF
+from .table import CommittedText
 
 
-class TorchTable:
+class TorchTable(CommittedText):
     """Columns 0..n of the table as torch tensors on ``device``."""
 
     def __init__(self, cnf: CNF, device: str = "cpu", capacity: int = 64):
         import torch
+        super().__init__(cnf)
         self.torch = torch
-        self.cnf = cnf
         self.device = torch.device(device)
         n = max(cnf.n, 1)
         self.counters = np.zeros(6, np.int64)
@@ -68,8 +69,6 @@ class TorchTable:
                 pre[b, int(p)] = True
         self.pre = pre.to(dev)
         self._alloc(capacity)
-        self._accepting = [cnf.start_nullable]
-        self.n = 0
         if cnf.start >= 0:
             self.pred[0] = self.lc_star[cnf.start] > 0
 
@@ -121,18 +120,6 @@ class TorchTable:
         self._accepting[self.n + 1:] = acc
         self.n += len(data)
         return True
-
-    def truncate(self, n: int) -> None:
-        if not 0 <= n <= self.n:
-            raise ValueError(f"cannot truncate to {n}: {self.n} bytes committed")
-        self.n = n
-        del self._accepting[n + 1:]
-
-    def accepting(self) -> bool:
-        return self._accepting[self.n]
-
-    def viable(self) -> bool:
-        return self.n > 0 or self.cnf.start >= 0 or self.cnf.start_nullable
 
     def walk(self, trie, out: np.ndarray) -> None:
         """OR into ``out`` the tokens of ``trie`` that keep the committed text viable."""
