@@ -291,3 +291,12 @@ def test_random_grammars_write_and_read_back_equal(body, other, dialect):
     g = Grammar((Rule("root", body), Rule("x-y", other)), "root", dialect=dialect)
     text = write_ebnf(g, dialect)
     assert parse_ebnf(text, dialect) == g
+
+
+def test_empty_class_round_trips_through_gbnf():
+    """GBNF writes the empty class as [^\\x00-\\U0010FFFF] (llama.cpp breaks on '[]'); it reads
+    back as the empty class, not as a negated full range (found by hypothesis)."""
+    g = parse_ebnf('root ::= "a" | x\nx ::= []\n', "gbnf")
+    written = write_ebnf(g, "gbnf")
+    assert "[^" in written
+    assert parse_ebnf(written, "gbnf") == g

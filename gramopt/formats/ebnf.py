@@ -343,6 +343,10 @@ class _Lexer:
             else:
                 ranges.append((lo, lo))
                 k += 1
+        if negated and ranges == [(0, 0x10FFFF)]:
+            # the writer's GBNF spelling of the empty class (llama.cpp breaks on '[]'):
+            # read back as the empty class it stands for, so written grammars round-trip
+            negated, ranges = False, []
         return self.emit("class", CharClass(tuple(ranges), negated), start, i + 1)
 
     def escape(self, i: int, in_class: bool) -> tuple[int, int]:
