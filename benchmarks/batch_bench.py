@@ -36,7 +36,8 @@ import time
 
 import numpy as np
 
-CORPUS = "/work/shared/corpus"
+from gramopt.bench.suites import corpus_dir  # noqa: E402
+CORPUS = corpus_dir() or "corpus"
 CASES = {
     "c": "gbnf/llamacpp__c.gbnf",
     "json": "gbnf/llamacpp__json.gbnf",

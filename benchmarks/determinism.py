@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = Path(os.environ.get("GRAMOPT_CORPUS", "/work/shared/corpus"))
+from gramopt.bench.suites import corpus_dir  # noqa: E402
+DEFAULT_CORPUS = Path(corpus_dir() or "corpus")
 EXTS = (".gbnf", ".ebnf", ".lark", ".cfg", ".json")
 
 

@@ -32,7 +32,8 @@ import time
 
 import numpy as np
 
-CORPUS = os.environ.get("GRAMOPT_CORPUS", "/work/shared/corpus")
+from gramopt.bench.suites import corpus_dir  # noqa: E402
+CORPUS = corpus_dir() or "corpus"
 JSON = "gbnf/llamacpp__json.gbnf"
 SLOW_MS = 10.0
 

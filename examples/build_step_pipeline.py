@@ -25,7 +25,8 @@ import sys
 import tempfile
 import time
 
-CORPUS = next((p for p in (os.environ.get("GRAMOPT_CORPUS"), "/work/shared/corpus") if p and os.path.isdir(p)), None)
+from gramopt.bench.suites import corpus_dir  # noqa: E402
+CORPUS = corpus_dir()
 
 
 def default_folder() -> str:

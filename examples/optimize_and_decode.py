@@ -18,9 +18,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT = next((p for p in ("/work/shared/corpus/gbnf/llamacpp__json.gbnf",
-                            os.path.join(HERE, "..", "..", "shared", "corpus", "gbnf", "llamacpp__json.gbnf"))
-                if os.path.exists(p)), os.path.join(HERE, "anbn_g1.ebnf"))
+DEFAULT = os.path.join(HERE, "..", "corpus", "gbnf", "llamacpp__json.gbnf")
 
 
 def main() -> int:

@@ -4,7 +4,7 @@ A grammar that xgrammar loads (GBNF's bare empty alternatives first filled with 
 EBNF translated, both as the corpus's validate.py does) must read → write → read to an equal
 Grammar, and the written text must load in xgrammar and accept every sample of the grammar.
 A grammar xgrammar rejects must be rejected by gramopt too, with a located GrammarError.
-The corpus is ``../shared/corpus`` beside the repository, or $GRAMOPT_CORPUS.
+The corpus is the repository's vendored ``corpus/``, or $GRAMOPT_CORPUS.
 """
 
 from corpus_location import CORPUS as _CORPUS_DIR

@@ -2,7 +2,7 @@
 written text loads in lark the way validate.py loads the original, and accepts every
 sample of that grammar.
 
-The corpus is ../shared/corpus beside the repository, or $GRAMOPT_CORPUS; without it the
+The corpus is the repository's vendored corpus/, or $GRAMOPT_CORPUS; without it the
 test skips. Sibling imports follow the corpus naming (``%import common.X`` / ``%import
 .csv.X`` → ``PREFIX__common.lark`` / ``PREFIX__ex_composition_csv.lark``), through lark's
 import-loader hook, as validate.py does; the product knows nothing of that naming.

@@ -65,13 +65,14 @@ class Selection:
 
 
 def corpus_dir() -> str | None:
-    """The shared corpus: $GRAMOPT_CORPUS, else ../shared/corpus beside the checkout."""
+    """The corpus of real grammars: $GRAMOPT_CORPUS, else the checkout's vendored ``corpus/``
+    (None when neither is a folder: an installed wheel carries no corpus)."""
     env = os.environ.get("GRAMOPT_CORPUS")
     if env:
         return env if os.path.isdir(env) else None
     here = os.path.dirname(os.path.abspath(__file__))
-    guess = os.path.normpath(os.path.join(here, "..", "..", "..", "shared", "corpus"))
-    return guess if os.path.isdir(guess) else None
+    vendored = os.path.normpath(os.path.join(here, "..", "..", "corpus"))
+    return vendored if os.path.isdir(vendored) else None
 
 
 def samples_of(path: str, limit: int = 1) -> tuple[str, ...]:
