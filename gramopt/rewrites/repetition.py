@@ -3,18 +3,26 @@
     (x*)* → x*   (x+)* → x*   (x*)+ → x*   (x+)+ → x+   (x?)* → x*   (x*)? → x*
     (x?)+ → x*   (x+)? → x*   (x?)? → x?   x{1} → x     x{0} → ε     ε{m,n} → ε
 
-Each is an identity of formal languages, true for every language x (so for L(x) of any
-class): e.g. (x?)+ = (x ∪ ε)+ = ∪_{k≥1} (x ∪ ε)^k = ∪_{j≥0} x^j = x*. Sequence-level forms
+Each is an identity of formal languages, true for every language x: the nested forms are law
+``nest`` of ``gramopt.grammar.powers`` (stated and argued there, the table below is computed
+from it), e.g. (x?)+ = (x ∪ ε)+ = ∪_{k≥1} (x ∪ ε)^k = ∪_{j≥0} x^j = x*. Sequence-level forms
 (x x* → x+, x* x* → x*) live in ``sequence.py``.
 """
 
 from ..egraph.rewrite import Rewrite
+from ..grammar.powers import OPTIONAL, PLUS, STAR, nest
 
-_NESTED = [  # (inner, outer, result) as (min, max)
-    ((0, -1), (0, -1), (0, -1)), ((1, -1), (0, -1), (0, -1)), ((0, -1), (1, -1), (0, -1)),
-    ((1, -1), (1, -1), (1, -1)), ((0, 1), (0, -1), (0, -1)), ((0, -1), (0, 1), (0, -1)),
-    ((0, 1), (1, -1), (0, -1)), ((1, -1), (0, 1), (0, -1)), ((0, 1), (0, 1), (0, 1)),
-]
+
+def _egg(bounds) -> tuple[int, int]:
+    """Bounds as the e-graph writes them (max -1 = ∞)."""
+    return bounds[0], -1 if bounds[1] is None else bounds[1]
+
+
+# (inner, outer, result) as (min, max): the nine pairs of ?, *, + (in the order the rules have
+# always run), each turned into one repetition by law ``nest`` of ``gramopt.grammar.powers``
+_PAIRS = [(STAR, STAR), (PLUS, STAR), (STAR, PLUS), (PLUS, PLUS), (OPTIONAL, STAR), (STAR, OPTIONAL),
+          (OPTIONAL, PLUS), (PLUS, OPTIONAL), (OPTIONAL, OPTIONAL)]
+_NESTED = [(_egg(i), _egg(o), _egg(nest(i, o))) for i, o in _PAIRS]
 
 _SYM = {(0, -1): "*", (1, -1): "+", (0, 1): "?"}
 

@@ -5,8 +5,9 @@
     seq-plus      x x*       → x+   ;  x* x → x+
     seq-star      x* x*      → x*   ;  x? x* → x*  ;  x* x? → x*
 
-Arguments: concatenation is associative with ε as unit; x·x* = x*·x = ∪_{k≥1} x^k = x+;
-x*·x* = x* (⊇ by ε ∈ x*, ⊆ since x^i x^j = x^{i+j}); x?·x* = x*·x? = x* likewise.
+Arguments: concatenation is associative with ε as unit; the repetition forms are law
+``concat`` of ``gramopt.grammar.powers`` (L^{a..b}·L^{c..d} = L^{a+c..b+d}: x·x* = x+,
+x*·x* = x?·x* = x*), which computes their bounds.
 Only anonymous inner sequences are flattened (rule classes stay references; the
 extractor inlines where it pays), which bounds growth.
 """
@@ -14,13 +15,7 @@ extractor inlines where it pays), which bounds growth.
 from __future__ import annotations
 
 from ..egraph.rewrite import Context, Rewrite
-
-
-def _rep_of(ctx: Context, c: int, lo: int, hi: int) -> int | None:
-    for n in ctx.snap.classes.get(c, ()):
-        if n.kind == "Rep" and n.data == (lo, hi):
-            return n.children[0]
-    return None
+from ..grammar.powers import ONCE, PLUS, STAR, Bounds, concat
 
 
 def _flatten(ctx: Context):
@@ -44,6 +39,27 @@ def _flatten(ctx: Context):
                 yield c, ("seq", [("c", i) for i in items])
 
 
+def _powers(ctx: Context, c: int) -> list[tuple[int, Bounds]]:
+    """Class ``c`` as powers of a base: (c, x{1}) and (x, bounds) for each ?, * or + node."""
+    out = [(c, ONCE)]
+    for n in ctx.snap.classes.get(c, ()):
+        if n.kind == "Rep" and n.data in ((0, -1), (0, 1), (1, -1)):
+            out.append((n.children[0], (n.data[0], None if n.data[1] == -1 else n.data[1])))
+    return out
+
+
+def _merged(ctx: Context, a: int, b: int):
+    """The repetition (law ``concat``) for adjacent classes ``a b`` when one is a star of a
+    base the other is a power of (x x*, x* x, x* x*, x? x*, x* x?), else None."""
+    for xa, pa in _powers(ctx, a):
+        for xb, pb in _powers(ctx, b):
+            if xa != xb or STAR not in (pa, pb) or PLUS in (pa, pb):
+                continue
+            lo, hi = concat(pa, pb)
+            return ("rep", ("c", xa), lo, -1 if hi is None else hi)
+    return None
+
+
 def _pairs(ctx: Context):
     for c, nodes in ctx.snap.classes.items():
         for n in nodes:
@@ -51,19 +67,7 @@ def _pairs(ctx: Context):
                 continue
             ch = n.children
             for i in range(len(ch) - 1):
-                a, b = ch[i], ch[i + 1]
-                repl = None
-                if _rep_of(ctx, b, 0, -1) == a:  # x x* → x+
-                    repl = ("rep", ("c", a), 1, -1)
-                elif _rep_of(ctx, a, 0, -1) == b:  # x* x → x+
-                    repl = ("rep", ("c", b), 1, -1)
-                else:
-                    xa = _rep_of(ctx, a, 0, -1)
-                    xb = _rep_of(ctx, b, 0, -1)
-                    if xa is not None and (xa == xb or xa == _rep_of(ctx, b, 0, 1)):
-                        repl = ("c", a)
-                    elif xb is not None and xb == _rep_of(ctx, a, 0, 1):
-                        repl = ("c", b)
+                repl = _merged(ctx, ch[i], ch[i + 1])
                 if repl is not None:
                     items = [("c", x) for x in ch[:i]] + [repl] + [("c", x) for x in ch[i + 2:]]
                     yield c, ("seq", items)

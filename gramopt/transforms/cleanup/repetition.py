@@ -8,7 +8,8 @@ node, ``Repeat(x, min, max)``); what remains:
     # x{m,}   -->  x*   (x nullable) ε ∈ L ⇒ L^k ⊆ L^(k+1), so ∪_(k≥m) L^k = L*
     # x{m,n}  -->  x{n} (x nullable) the same chain: ∪_(m≤k≤n) L^k = L^n;  x? --> x when n = 1
 
-Nesting (each with d ≥ 1; d = 0 is the ε line above):
+Nesting (each with d ≥ 1; d = 0 is the ε line above), law ``nest`` of
+``gramopt.grammar.powers``, which computes the bounds:
 
     # (x*){c,d}      -->  x*         (x*)^k = x* for k ≥ 1, and ε ∈ x*
     # (x+){c,d}      -->  x{c,}      c ≤ 1:  ∪_(c≤k≤d) (L⁺)^k = ∪_(j≥c) L^j
@@ -20,7 +21,8 @@ Nesting (each with d ≥ 1; d = 0 is the ε line above):
 Not sound, so never done: ``(x{2})*`` is not ``x*`` (only even counts), nor is
 ``(x{2,})*``; ``(x+){2,3}`` is ``x{2,}`` but costs more κ, so it stays.
 
-Sequences of powers of one base (x a plain item is x{1,1}; x may be a sequence u1 … uk):
+Sequences of powers of one base (x a plain item is x{1,1}; x may be a sequence u1 … uk),
+law ``concat`` of ``gramopt.grammar.powers``, which computes the bounds:
 
     # x x*     -->  x+               L^a…b · L^c…d = ∪_(a+c≤k≤b+d) L^k = x{a+c,b+d}
     # x* x     -->  x+
@@ -42,6 +44,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...grammar import Alt, Epsilon, Expr, Grammar, Repeat, Seq, alt, seq, transform
+from ...grammar.powers import OPTIONAL, PLUS, STAR, concat, nest
 from .common import fixpoint, map_rules, nullable_expr, safe_nullable
 
 
@@ -67,6 +70,14 @@ def _under_star(item: Expr) -> Expr:
     return alt(*dict.fromkeys(members)) if members else Epsilon()
 
 
+def _flattens(inner: Repeat, lo: int, hi: int | None) -> bool:
+    """Whether ``inner{lo,hi}`` is flattened: the nesting lines of the docstring, the forms
+    law ``nest`` flattens that never cost more κ (``(x+){2,3}`` = ``x{2,}`` stays)."""
+    bounds = (inner.min, inner.max)
+    return (bounds == STAR or (bounds == PLUS and lo <= 1)
+            or (bounds == OPTIONAL and hi in (1, None)))
+
+
 def canonical_repeat(e: Repeat, nullable: set[str]) -> Expr:
     """``e`` rewritten by the bound and nesting identities of the module docstring."""
     x, lo, hi = e.item, e.min, e.max
@@ -74,14 +85,11 @@ def canonical_repeat(e: Repeat, nullable: set[str]) -> Expr:
         x, lo = _under_star(x), 0
     if isinstance(x, Epsilon) or hi == 0:
         return Epsilon()
-    if isinstance(x, Repeat):
-        a, b = x.min, x.max
-        if (a, b) == (0, None):
+    if isinstance(x, Repeat) and _flattens(x, lo, hi):
+        flat = nest((x.min, x.max), (lo, hi))
+        if flat == (x.min, x.max):
             return x
-        if (a, b) == (1, None) and lo <= 1:
-            return canonical_repeat(Repeat(x.item, lo, None), nullable)
-        if (a, b) == (0, 1) and hi in (1, None):
-            return canonical_repeat(Repeat(x.item, 0, hi), nullable)
+        return canonical_repeat(Repeat(x.item, *flat), nullable)
     if nullable_expr(x, nullable):
         lo = 0 if hi is None else hi
     if (lo, hi) == (1, 1):
@@ -96,8 +104,7 @@ def _merge(left: Expr, right: Expr, nullable: set[str]) -> Expr | None:
     (x, a, b), (y, c, d) = power(left), power(right)
     if x != y:
         return None
-    hi = None if b is None or d is None else b + d
-    return canonical_repeat(Repeat(x, a + c, hi), nullable)
+    return canonical_repeat(Repeat(x, *concat((a, b), (c, d))), nullable)
 
 
 def _absorb(items: list[Expr], i: int, nullable: set[str]) -> list[Expr] | None:
