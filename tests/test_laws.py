@@ -97,6 +97,7 @@ def test_every_ir_pass_has_a_golden_table():
     covered = {f"cleanup-{n}" for n, fn in __import__("gramopt.transforms.cleanup", fromlist=["PASSES"]).PASSES.items()
                if fn in GOLDEN}
     covered |= {"inline", "cleanup-equivalent-rules"}  # test_inline_law, test_equivalent_rules_law below
+    covered |= set(RESHAPE_GOLDEN)  # test_reshape_law below
     assert set(IR_PASSES) <= covered, set(IR_PASSES) - covered
 
 
@@ -116,3 +117,24 @@ def test_equivalent_rules_law():
                  Rule("B", alt(seq(a, Ref("B")), Epsilon()))), "S")
     out = IR_PASSES["cleanup-equivalent-rules"](g)
     assert [r.name for r in out.rules] == ["S", "A"] and out.rule_map["S"].body == seq(Ref("A"), Ref("A"))
+
+
+RESHAPE_GOLDEN = {  # pass: (start, goal), xgrammar EBNF
+    "reshape-left-recursion": ('root ::= root "b" | "a"', 'root ::= "a" "b"*'),
+    "reshape-inline-regular": ('root ::= ws "x" ws "y"\nws ::= [ \\t]*', 'root ::= [\\t ]* "x" [\\t ]* "y"'),
+    "reshape-star-rules": ('root ::= "\\"" ( [^"\\\\] | "\\\\" [nt] )* "\\""',
+                           'root ::= "\\"" root_until\n'
+                           'root_until ::= "\\"" | [^"\\\\] root_until | "\\\\" [nt] root_until'),
+    "reshape-root-wrapper": ('root ::= "a" root "b" | ""', 'root ::= root_rec\nroot_rec ::= "a" root_rec "b" | ""'),
+    "reshape-lookaheads": ('root ::= a "b" a "c"\na ::= [a-z]+', 'root ::= a "b" a "c"\na ::= [a-z]+ (= [bc])'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESHAPE_GOLDEN))
+def test_reshape_law(name):
+    """Each reshaping on its own, start ⇒ goal (the passes of ``gramopt.transforms.reshape``)."""
+    import gramopt
+    from gramopt.transforms import IR_PASSES
+    start, goal = RESHAPE_GOLDEN[name]
+    out = IR_PASSES[name](gramopt.parse(start + "\n", dialect="ebnf"))
+    assert gramopt.write(out, "ebnf").strip() == goal

@@ -17,7 +17,7 @@ from gramopt.formats import parse
 from gramopt.grammar import Alt, CharClass, Epsilon, Literal, Ref, Repeat, refs, walk
 from gramopt.passes import optimize
 from gramopt.targets import apply
-from gramopt.targets.follow import Follow, follow_sets
+from gramopt.grammar.follow import Follow, follow_sets
 from gramopt.targets.xgrammar import (fixup, infer_lookaheads, inline_small_regular_rules,
                                       lift_star_alternations, remove_left_recursion, wrap_referenced_root)
 from gramopt.verify import check_equivalence

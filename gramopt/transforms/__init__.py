@@ -5,11 +5,13 @@ the language) in its docstring; one home for every pass that is not an e-graph r
                  ``cleanup.simplify``): equal rules merged, unproductive / unreachable rules
                  removed, ε, canonical repetitions, duplicates, class merging, fusion, factoring
     inline.py    inlining of non-start rules where the exact κ says it pays (post-extraction)
+    reshape/     the shapes engines decide well (left recursion as a star, star rules, a root
+                 that delegates, lookahead assertions), composed by the targets' fix-ups
 
     IR_PASSES[name] -> Pass(name, run, argument)   every IR pass by stable name
 
-The e-graph rewrite families live in ``gramopt.rewrites``; a target's own reshapings in
-``gramopt.targets``.
+The e-graph rewrite families live in ``gramopt.rewrites``; which reshapings a target runs,
+and in what order, in ``gramopt.targets``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import functools
+
 from ..grammar import Grammar
 from .cleanup import PASSES as CLEANUPS
+from .reshape import RESHAPINGS
 
 
 @dataclass(frozen=True)
@@ -43,9 +48,18 @@ def _inline(grammar: Grammar) -> Grammar:
     return inline_rules(grammar)[0]
 
 
+def _grammar_only(step):
+    """A reshaping ``step(g) -> (g, what changed)`` as a ``Grammar -> Grammar`` pass (same docstring)."""
+    @functools.wraps(step)
+    def run(grammar: Grammar) -> Grammar:
+        return step(grammar)[0]
+    return run
+
+
 IR_PASSES: dict[str, Pass] = {
     **{f"cleanup-{n}": Pass(f"cleanup-{n}", fn) for n, fn in CLEANUPS.items()},
     "inline": Pass("inline", _inline),
+    **{f"reshape-{n}": Pass(f"reshape-{n}", _grammar_only(fn)) for n, fn in RESHAPINGS.items()},
 }
 
-__all__ = ["CLEANUPS", "IR_PASSES", "Pass"]
+__all__ = ["CLEANUPS", "IR_PASSES", "Pass", "RESHAPINGS"]

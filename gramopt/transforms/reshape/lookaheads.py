@@ -1,11 +1,11 @@
-"""Lookahead assertions ``(= [F])`` from FOLLOW sets (``targets/follow.py``)."""
+"""Lookahead assertions ``(= [F])`` from FOLLOW sets (``grammar/follow.py``)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from ...grammar import CharClass, Grammar
-from ..follow import follow_sets
+from ...grammar.follow import follow_sets
 from .common import _covers
 
 

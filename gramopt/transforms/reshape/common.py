@@ -1,8 +1,8 @@
-"""Helpers the xgrammar reshapings share: alternatives, fresh names, class covers."""
+"""Helpers the reshapings share: alternatives, fresh names, class covers."""
 
 from __future__ import annotations
 
-from ...grammar import Alt, CharClass, Expr, Grammar, Literal, Regex, Terminal, walk
+from ...grammar import Alt, CharClass, Expr, Literal
 
 
 def _alternatives(e: Expr) -> tuple[Expr, ...]:
@@ -29,13 +29,3 @@ def _as_class(e: Expr) -> tuple[tuple[int, int], ...] | None:
 def _covers(big, small) -> bool:
     big = CharClass(tuple(big)).ranges if big else ()
     return all(any(lo <= a and b <= hi for lo, hi in big) for a, b in small)
-
-
-def _count(fired: dict, notes: list[str], key: str, names: list[str], what: str) -> None:
-    if names:
-        fired[key] = fired.get(key, 0) + len(names)
-        notes.append(f"xgrammar: {what} {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
-
-
-def _has_lark_atoms(g: Grammar) -> bool:
-    return bool(g.terminals) or any(isinstance(n, (Terminal, Regex)) for r in g.rules for n in walk(r.body))

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..grammar import Alt, Expr, Grammar, Ref, Regex, Repeat, Seq, Terminal, walk
-from ..grammar.analysis import first_of_expr, first_sets, nullable_expr, nullable_rules
-from ..grammar.expr import MAX_CODE_POINT, normalize_ranges
+from .analysis import first_of_expr, first_sets, nullable_expr, nullable_rules
+from .expr import MAX_CODE_POINT, Alt, Expr, Ref, Regex, Repeat, Seq, Terminal, normalize_ranges, walk
+from .grammar import Grammar
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ shared ``ws`` rule followed by identifiers, left recursion (the rule ends after 
 and ambiguity that keeps many parser states alive (SMILES: ``(b? smiles)+`` where the parts
 concatenate into one ``smiles`` anyway).
 
-``fixup`` runs, all steps language-preserving (each function states its argument; one module
-per step: ``left_recursion``, ``regular_rules``, ``star_rules`` with its inclusion prover
-``inclusion``, ``root_wrapper``, ``lookaheads``):
+``fixup`` runs, all steps language-preserving (each an IR pass of ``gramopt.transforms.reshape``
+that states its argument; one module per step: ``left_recursion``, ``regular_rules``,
+``star_rules`` with its inclusion prover ``inclusion``, ``root_wrapper``, ``lookaheads``):
 
 * to a fixpoint: ``remove_left_recursion`` (A ::= A α | β as β α*), ``inline_small_regular_rules``
   (``ws ::= [ \t]*`` into its callers; small alternation rules only where something follows),
@@ -50,19 +50,26 @@ corpus samples.
 
 from __future__ import annotations
 
-from ...grammar import Grammar
-from .common import _count, _has_lark_atoms
-from .left_recursion import remove_left_recursion
-from .lookaheads import infer_lookaheads
-from .regular_rules import inline_small_regular_rules
-from .root_wrapper import wrap_referenced_root
-from .star_rules import lift_star_alternations
+from ..grammar import Grammar, Regex, Terminal, walk
+from ..transforms.reshape import (infer_lookaheads, inline_small_regular_rules, lift_star_alternations,
+                                  remove_left_recursion, wrap_referenced_root)
 
 RESHAPINGS = (  # (name in the report, step), run in this order to a fixpoint
     ("xgrammar-left-recursion", remove_left_recursion, "left recursion as a star in"),
     ("xgrammar-inline", inline_small_regular_rules, "inlined"),
     ("xgrammar-star-rule", lift_star_alternations, "repetitions made rules:"),
 )
+
+
+def _count(fired: dict, notes: list[str], key: str, names: list[str], what: str) -> None:
+    """Record that step ``key`` changed ``names`` (the pass report's counts and notes)."""
+    if names:
+        fired[key] = fired.get(key, 0) + len(names)
+        notes.append(f"xgrammar: {what} {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
+
+
+def _has_lark_atoms(g: Grammar) -> bool:
+    return bool(g.terminals) or any(isinstance(n, (Terminal, Regex)) for r in g.rules for n in walk(r.body))
 
 
 def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
