@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit
 
 from .compile import FINAL, HAS_OUT, TAIL
+from .packed import view1, view2
 
 # ---- state tuple layout (see EarleyState in chart.py)
 I_ITEMS, I_SET_START, I_GRP_START, I_GRP_RULE, I_GRP_FIRST, I_GRP_LEN, I_GRP_LEO = range(7)
@@ -943,3 +944,66 @@ def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
         for e in eos:
             mask[e >> 5] |= np.uint32(1) << np.uint32(e & 31)
     return 0
+
+
+# ---------------------------------------------------------------- packed entry (packed.py)
+#
+# ``fill_mask`` through one int64 vector of array addresses: slots (WIDTH ints each) in
+# the order G, S, T, P, then eos, stack, roots, delta (int64[N_COUNTERS]: the call's
+# counter deltas), then one slot of scalars (acc, start_state). The layouts are checked
+# by ``packed.pack`` when a vector is written.
+
+LAYOUT_G = "i32 " * 8
+LAYOUT_S = ("i64 i32 i32 i32 i32 i32 i32 i32 i32 i32 i64 i64 i64 i32 i32 i32 i32 i64 i64 "
+            "i32 i32 i64 i64 i32 i64 i64 u32x2 i64 i64 i32 i32 i64")
+LAYOUT_T = "i32 " * 5
+LAYOUT_P = "i32 u32x2 i32 i32 i32 i32"
+LAYOUT_MATCHER = "i64 i32 i32 i64"
+AT_G, AT_S, AT_T, AT_P, AT_MATCHER, AT_SCALARS = 0, 8, 40, 45, 51, 55
+PACKED_SLOTS = 56
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _v32(A, k):
+    return view1(A[3 * k], A[3 * k + 1], np.int32)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _v64(A, k):
+    return view1(A[3 * k], A[3 * k + 1], np.int64)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _m32(A, k):
+    return view2(A[3 * k], A[3 * k + 1], A[3 * k + 2], np.uint32)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def fill_mask_packed(A, mask):
+    """``fill_mask`` with its arguments unpacked from the address vector ``A`` (see above);
+    the counter deltas of the call land in the delta slot."""
+    G = (_v32(A, 0), _v32(A, 1), _v32(A, 2), _v32(A, 3), _v32(A, 4), _v32(A, 5), _v32(A, 6),
+         _v32(A, 7))
+    s = AT_S
+    S = (_v64(A, s), _v32(A, s + 1), _v32(A, s + 2), _v32(A, s + 3), _v32(A, s + 4),
+         _v32(A, s + 5), _v32(A, s + 6), _v32(A, s + 7), _v32(A, s + 8), _v32(A, s + 9),
+         _v64(A, s + 10), _v64(A, s + 11), _v64(A, s + 12), _v32(A, s + 13), _v32(A, s + 14),
+         _v32(A, s + 15), _v32(A, s + 16), _v64(A, s + 17), _v64(A, s + 18), _v32(A, s + 19),
+         _v32(A, s + 20), _v64(A, s + 21), _v64(A, s + 22), _v32(A, s + 23), _v64(A, s + 24),
+         _v64(A, s + 25), _m32(A, s + 26), _v64(A, s + 27), _v64(A, s + 28), _v32(A, s + 29),
+         _v32(A, s + 30), _v64(A, s + 31))
+    t = AT_T
+    T = (_v32(A, t), _v32(A, t + 1), _v32(A, t + 2), _v32(A, t + 3), _v32(A, t + 4))
+    p = AT_P
+    P = (_v32(A, p), _m32(A, p + 1), _v32(A, p + 2), _v32(A, p + 3), _v32(A, p + 4), _v32(A, p + 5))
+    m = AT_MATCHER
+    eos = _v64(A, m)
+    delta = _v64(A, m + 3)
+    cnt = S[I_COUNTERS]
+    for i in range(N_COUNTERS):
+        delta[i] = -cnt[i]
+    r = fill_mask(G, S, T, P, mask, A[3 * AT_SCALARS], A[3 * AT_SCALARS + 1], eos,
+                  _v32(A, m + 1), _v32(A, m + 2))
+    for i in range(N_COUNTERS):
+        delta[i] += cnt[i]
+    return r

@@ -31,6 +31,7 @@ from .chart import Chart
 from .compile import CompiledGrammar, compile_grammar
 from .jump_forward import forced_bytes
 from .limits import RuntimeLimits
+from .packed import pack, pack_width
 from .tokens import TokenTable
 from .vocab import Vocab
 
@@ -57,7 +58,42 @@ class Counters(NamedTuple):
         return self._asdict()
 
 
+class MaskCounters:
+    """The ``Counters`` of one mask, built when first read (``fill_next_token_bitmask``
+    returns one per call; most callers never look): attributes, ``as_dict``, ``value()``."""
+
+    __slots__ = ("_delta", "_value")
+
+    def __init__(self, delta: np.ndarray):
+        self._delta = delta
+        self._value = None
+
+    def value(self) -> Counters:
+        if self._value is None:
+            self._value = Counters._make(self._delta[:7].tolist())
+        return self._value
+
+    def __getattr__(self, name):
+        return getattr(self.value(), name)
+
+    def __iter__(self):
+        return iter(self.value())
+
+    def __eq__(self, other):
+        return self.value() == (other.value() if isinstance(other, MaskCounters) else other)
+
+    def __repr__(self) -> str:
+        return repr(self.value())
+
+
 _ENTRIES: dict = {}
+_FILL_PACKED = None  # the compiled entry point of earley.fill_mask_packed, once known
+
+
+def _fill_entry(A: np.ndarray, buf: np.ndarray):
+    global _FILL_PACKED
+    _FILL_PACKED = _entry(K.fill_mask_packed, (A, buf))
+    return _FILL_PACKED
 
 
 def _entry(kernel, args):
@@ -157,7 +193,11 @@ class Matcher:
         self._buf = np.zeros(self.vocab.n_words, np.uint32)
         self._stack = np.zeros(4097, np.int32)  # the walk's set at each trie depth
         self._roots = np.zeros(self.ROOT_LIMIT, np.int32)  # roots of a mask (fill_mask)
-        self._before = None
+        self._pending = None
+        self._delta = np.zeros(K.N_COUNTERS, np.int64)  # counter deltas of the last mask
+        self._out_seen = self._out_row = self._out_view = None  # last numpy bitmask row written
+        self._packed_for: tuple = ()  # (chart.S, table.P) that self._A describes
+        self._A = np.zeros(pack_width(K.PACKED_SLOTS), np.int64)
         self.max_rollback_tokens = int(max_rollback_tokens)
         self.chart = Chart(self.cg.n_rules, mask_words=self.vocab.n_words, limits=limits)
         self.last_counters = Counters()
@@ -207,6 +247,10 @@ class Matcher:
         m._buf = np.zeros_like(self._buf)
         m._stack = np.zeros_like(self._stack)
         m._roots = np.zeros_like(self._roots)
+        m._delta = np.zeros_like(self._delta)
+        m._A = np.zeros_like(self._A)
+        m._packed_for = ()
+        m._out_seen = m._out_row = m._out_view = None
         m.chart = self.chart.copy()
         m._history = deque(self._history, maxlen=self._history.maxlen)
         return m
@@ -279,64 +323,98 @@ class Matcher:
         """The packed mask as uint32 words (a view of an internal buffer)."""
         return self._fill(self._buf)
 
+    def _packed(self) -> np.ndarray:
+        """The address vector of ``fill_mask_packed`` (packed.py) for the current chart and
+        token pools, rewritten when either was replaced (growth, a new state's classes);
+        ``_packed_for`` holds the tuples it names, so their arrays outlive every call."""
+        S, P = self.chart.S, self.table.P
+        f = self._packed_for
+        if not f or f[0] is not S or f[1] is not P:
+            A = self._A
+            if not f:
+                pack(self.G, K.LAYOUT_G, A, K.AT_G)
+                pack(self.T, K.LAYOUT_T, A, K.AT_T)
+                pack((self._eos, self._stack, self._roots, self._delta), K.LAYOUT_MATCHER, A,
+                     K.AT_MATCHER)
+                A[pack_width(K.AT_SCALARS)] = self.cg.accept_state
+                A[pack_width(K.AT_SCALARS) + 1] = self.cg.start_state
+            pack(S, K.LAYOUT_S, A, K.AT_S)
+            pack(P, K.LAYOUT_P, A, K.AT_P)
+            self._packed_for = (S, P)
+        return self._A
+
     def _fill(self, buf: np.ndarray) -> np.ndarray:
         """Write the mask into ``buf`` (a C-contiguous uint32 vector of at least ``vocab.n_words``)."""
-        before = self.chart.counters.copy()
-        if self._terminated or self.cg.empty_language:
+        if self._terminated or self.cg.empty_language or self.mode == "walk":
+            before = self.chart.counters.copy()
             buf[:] = 0
-        elif self.mode == "walk":
-            buf[:] = 0
-            self.chart.run(K.walk_range, self.G, self.T, 1, self.table.trie.n_nodes, buf,
-                           self.cg.accept_state)
-            if self.chart.accepting():
-                for e in self.vocab.eos_ids:
-                    buf[e >> 5] |= np.uint32(1 << (e & 31))
+            if self.mode == "walk" and not (self._terminated or self.cg.empty_language):
+                self.chart.run(K.walk_range, self.G, self.T, 1, self.table.trie.n_nodes, buf,
+                               self.cg.accept_state)
+                if self.chart.accepting():
+                    for e in self.vocab.eos_ids:
+                        buf[e >> 5] |= np.uint32(1 << (e & 31))
+            self._delta[:] = self.chart.counters - before
         else:
-            table, chart = self.table, self.chart
-            for _ in range(200):
-                args = (self.G, chart.S, self.T, table.P, buf, self.cg.accept_state,
-                        self.cg.start_state, self._eos, self._stack, self._roots)
-                r = _entry(K.fill_mask, args)(*args)
-                if r == 0:
-                    break
-                if r == K.OVERFLOW:
-                    chart.grow()
-                    continue
-                for q in self._roots[:r]:  # roots met for the first time: classify them (JIT)
-                    table.get(int(q))
-            else:
-                raise MemoryError("Earley chart keeps overflowing")
-        self._before = before
+            f = self._packed_for
+            A = self._A if f and f[0] is self.chart.S and f[1] is self.table.P else self._packed()
+            fill = _FILL_PACKED or _fill_entry(A, buf)
+            r = fill(A, buf)
+            if r != 0:
+                self._fill_slow(fill, buf, r)
+        self._pending = self._delta
         return buf
+
+    def _fill_slow(self, fill, buf: np.ndarray, r: int) -> None:
+        """The rest of a mask whose first call stopped early: grow the chart (overflow) or
+        classify the roots met for the first time (JIT), and call again."""
+        spent = self._delta.copy()  # the deltas of the calls that stopped early
+        for _ in range(200):
+            if r == K.OVERFLOW:
+                self.chart.grow()
+            else:
+                for q in self._roots[:r]:
+                    self.table.get(int(q))
+            r = fill(self._packed(), buf)
+            if r == 0:
+                self._delta += spent
+                return
+            spent += self._delta
+        raise MemoryError("Earley chart keeps overflowing")
 
     @property
     def last_counters(self) -> Counters:
         """Work of the last step (``accept_token`` or a mask), as deltas."""
-        if self._before is not None:
-            self._last = Counters.delta(self.chart.counters, self._before)
-            self._before = None
+        if self._pending is not None:  # the last mask's deltas, read on demand
+            self._last = Counters._make(self._pending[:7].tolist())
+            self._pending = None
         return self._last
 
     @last_counters.setter
     def last_counters(self, c: Counters) -> None:
         self._last = c
-        self._before = None
+        self._pending = None
 
-    def fill_next_token_bitmask(self, out, row: int = 0) -> Counters:
+    def fill_next_token_bitmask(self, out, row: int = 0) -> "MaskCounters":
         """Write the mask into ``out``: a numpy int32 array of ceil(n/32) words, or
         (batch, words) with ``row``; or a torch int32 tensor of the same shapes (any
-        device). Returns the step's counters."""
-        if isinstance(out, np.ndarray):
+        device). Returns the step's counters (built when first read)."""
+        if out is self._out_seen and row == self._out_row:  # the caller's buffer again
+            self._fill(self._out_view)
+            return MaskCounters(self._delta.copy())
+        if type(out) is np.ndarray:
             target = out if out.ndim == 1 else out[row]
             if target.shape[0] < self.vocab.n_words:
                 raise ValueError(f"bitmask has {target.shape[0]} words, need {self.vocab.n_words}")
-            if target.dtype in (np.int32, np.uint32) and target.flags.c_contiguous:
-                self._fill(target.view(np.uint32))  # straight into the caller's row
+            if (target.dtype == np.int32 or target.dtype == np.uint32) and target.flags.c_contiguous:
+                view = target.view(np.uint32)
+                self._out_seen, self._out_row, self._out_view = out, row, view
+                self._fill(view)  # straight into the caller's row
             else:
                 write_row(self.compute_mask(), target)
-        else:  # torch
+        else:  # torch, or an ndarray subclass
             write_row(self.compute_mask(), out, row)
-        return self.last_counters
+        return MaskCounters(self._delta.copy())
 
     def allowed_tokens(self) -> np.ndarray:
         """Ids of the allowed tokens (unpacked mask), for tests and debugging."""

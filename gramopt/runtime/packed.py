@@ -1,0 +1,84 @@
+"""Kernel arguments as one vector of addresses: a mask call unboxes two arrays, not fifty.
+
+numba unboxes every array argument of a call (a tuple of 32 chart arrays included) at
+~50 ns each, which made the dispatch of a cache-hit mask cost more than the mask itself.
+Here the arrays are described once by ``pack`` as ``(address, rows, cols)`` int64 triples,
+and inside the kernel ``view1``/``view2`` rebuild each as a C-contiguous array over the
+same memory (no copy, no ownership: the caller keeps the arrays alive, see
+``Matcher._packed``, which holds the tuples it packed).
+
+Invariant: a packed vector names arrays that are alive and unchanged in shape; whoever
+replaces an array (``Chart.grow``, ``TokenTable._store``) makes its owner repack before
+the next call. ``pack`` checks each array against the expected layout (dtype, rank,
+C order), so a layout change fails loudly in Python, never as a bad read in a kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+WIDTH = 3  # int64 slots per array: address, rows, cols (cols = 0 for a vector)
+
+
+def _view_codegen(arrty, ndim):
+    def codegen(context, builder, sig, args):
+        dt = context.get_data_type(arrty.dtype)
+        itemsize = context.get_abi_sizeof(dt)
+        ary = context.make_array(arrty)(context, builder)
+        dims = list(args[1:1 + ndim])
+        strides, s = [], context.get_constant(types.intp, itemsize)
+        for d in reversed(dims):
+            strides.insert(0, s)
+            s = builder.mul(s, d)
+        context.populate_array(ary, data=builder.inttoptr(args[0], dt.as_pointer()),
+                               shape=cgutils.pack_array(builder, dims),
+                               strides=cgutils.pack_array(builder, strides),
+                               itemsize=context.get_constant(types.intp, itemsize), meminfo=None)
+        return ary._getvalue()
+    return codegen
+
+
+@intrinsic
+def view1(typingctx, addr, n, dtype):
+    """The vector of ``n`` ``dtype`` items at address ``addr`` (a borrowed view)."""
+    arrty = types.Array(dtype.dtype, 1, "C")
+    return arrty(addr, n, dtype), _view_codegen(arrty, 1)
+
+
+@intrinsic
+def view2(typingctx, addr, n0, n1, dtype):
+    """The C-ordered ``n0 x n1`` matrix of ``dtype`` at address ``addr`` (a borrowed view)."""
+    arrty = types.Array(dtype.dtype, 2, "C")
+    return arrty(addr, n0, n1, dtype), _view_codegen(arrty, 2)
+
+
+def pack_width(slots: int) -> int:
+    """The int64 length of ``slots`` array slots (the index of slot ``slots``'s first int)."""
+    return WIDTH * slots
+
+
+def pack(arrays, layout: str, out: np.ndarray | None = None, at: int = 0) -> np.ndarray:
+    """Write the ``(address, rows, cols)`` triples of ``arrays`` into ``out`` from array
+    slot ``at`` (a new vector when ``out`` is None). ``layout`` names each array's type,
+    space-separated: ``i32``, ``i64``, ``u32`` (vectors) or ``u32x2`` (matrix)."""
+    kinds = layout.split()
+    if len(kinds) != len(arrays):
+        raise ValueError(f"layout names {len(kinds)} arrays, got {len(arrays)}")
+    if out is None:
+        out = np.zeros(WIDTH * len(arrays), np.int64)
+    for k, (a, kind) in enumerate(zip(arrays, kinds)):
+        dtype, ndim = _KINDS[kind]
+        if a.dtype != dtype or a.ndim != ndim or not a.flags.c_contiguous:
+            raise TypeError(f"array {k} is {a.dtype}[{a.ndim}d], expected {kind} (C order)")
+        j = WIDTH * (at + k)
+        out[j] = a.ctypes.data
+        out[j + 1] = a.shape[0]
+        out[j + 2] = a.shape[1] if ndim == 2 else 0
+    return out
+
+
+_KINDS = {"i32": (np.dtype(np.int32), 1), "i64": (np.dtype(np.int64), 1),
+          "u32": (np.dtype(np.uint32), 1), "u32x2": (np.dtype(np.uint32), 2)}
