@@ -204,6 +204,8 @@ class Matcher:
         if precompute:
             self.table.precompute()
         self.reset()
+        if mode == "cached":
+            self._packed()  # here, not in the first mask
 
     # ------------------------------------------------------------ state
     def reset(self) -> None:

@@ -16,11 +16,11 @@ C order), so a layout change fails loudly in Python, never as a bad read in a ke
 from __future__ import annotations
 
 import numpy as np
-from numba import types
+from numba import literal_unroll, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-WIDTH = 3  # int64 slots per array: address, rows, cols (cols = 0 for a vector)
+WIDTH = 3  # int64 slots per array: address, rows, cols (cols = rows for a vector)
 
 
 def _view_codegen(arrty, ndim):
@@ -61,24 +61,47 @@ def pack_width(slots: int) -> int:
 
 
 def pack(arrays, layout: str, out: np.ndarray | None = None, at: int = 0) -> np.ndarray:
-    """Write the ``(address, rows, cols)`` triples of ``arrays`` into ``out`` from array
-    slot ``at`` (a new vector when ``out`` is None). ``layout`` names each array's type,
-    space-separated: ``i32``, ``i64``, ``u32`` (vectors) or ``u32x2`` (matrix)."""
-    kinds = layout.split()
-    if len(kinds) != len(arrays):
-        raise ValueError(f"layout names {len(kinds)} arrays, got {len(arrays)}")
+    """Write the ``(address, rows, cols)`` triples of ``arrays`` (a tuple) into ``out`` from
+    array slot ``at`` (a new vector when ``out`` is None). ``layout`` names each array's
+    type, space-separated: ``i32``, ``i64``, ``u32`` (vectors) or ``u32x2`` (matrix); an
+    array of another item size or rank, or not C-ordered, raises TypeError (what a view
+    relies on to stay inside the array's memory)."""
+    sizes, ranks = _layout(layout)
+    if len(sizes) != len(arrays):
+        raise ValueError(f"layout names {len(sizes)} arrays, got {len(arrays)}")
     if out is None:
         out = np.zeros(WIDTH * len(arrays), np.int64)
-    for k, (a, kind) in enumerate(zip(arrays, kinds)):
-        dtype, ndim = _KINDS[kind]
-        if a.dtype != dtype or a.ndim != ndim or not a.flags.c_contiguous:
-            raise TypeError(f"array {k} is {a.dtype}[{a.ndim}d], expected {kind} (C order)")
-        j = WIDTH * (at + k)
-        out[j] = a.ctypes.data
-        out[j + 1] = a.shape[0]
-        out[j + 2] = a.shape[1] if ndim == 2 else 0
+    bad = _pack(tuple(arrays), sizes, ranks, out, at)
+    if bad >= 0:
+        a = arrays[bad]
+        raise TypeError(f"array {bad} is {a.dtype}[{a.ndim}d], expected {layout.split()[bad]} (C order)")
     return out
 
 
-_KINDS = {"i32": (np.dtype(np.int32), 1), "i64": (np.dtype(np.int64), 1),
-          "u32": (np.dtype(np.uint32), 1), "u32x2": (np.dtype(np.uint32), 2)}
+_KINDS = {"i32": (4, 1), "i64": (8, 1), "u32": (4, 1), "u32x2": (4, 2)}
+_LAYOUTS: dict = {}
+
+
+def _layout(layout: str) -> tuple[np.ndarray, np.ndarray]:
+    got = _LAYOUTS.get(layout)
+    if got is None:
+        kinds = [_KINDS[k] for k in layout.split()]
+        got = _LAYOUTS[layout] = (np.array([k[0] for k in kinds], np.int64),
+                                  np.array([k[1] for k in kinds], np.int64))
+    return got
+
+
+@njit(cache=True, nogil=True)
+def _pack(arrays, sizes, ranks, out, at):
+    """The triples of ``arrays`` into ``out``; the index of the first array that does not
+    match its item size / rank / C order (nothing after it written), or -1."""
+    k = 0
+    for a in literal_unroll(arrays):
+        if a.itemsize != sizes[k] or a.ndim != ranks[k] or not a.flags.c_contiguous:
+            return k
+        j = WIDTH * (at + k)
+        out[j] = a.ctypes.data
+        out[j + 1] = a.shape[0]
+        out[j + 2] = a.shape[-1]
+        k += 1
+    return -1
