@@ -99,6 +99,33 @@ def test_cli_optimizes_a_schema(tmp_path, capsys, target):
     assert [r.accepts(t) for t, _ in instances(s)] == [v for _, v in s.tests]
 
 
+@pytest.mark.parametrize("converter", [pytest.param(c, marks=needs(c)) for c in CONVERTERS])
+def test_analyze_and_convert_read_a_schema_through_its_converter(tmp_path, capsys, converter):
+    """``analyze`` and ``convert`` read a .json schema through the same converter as
+    ``optimize``: the converted grammar, written in the converter's dialect, decides the
+    schema's test instances as the converter's grammar does."""
+    [s] = load_schemas(str(TOOL_CALL))
+    expected = convert(s, converter)
+    assert main(["analyze", str(TOOL_CALL), "--converter", converter, "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["rules"] == len(expected.rules)
+    out = tmp_path / "converted.txt"
+    assert main(["convert", str(TOOL_CALL), "--converter", converter, "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith(f"# JSON Schema tool_call converted by {converter_version(converter)}")
+    r = Recognizer(read(str(out), "ebnf" if converter == "xgrammar" else "gbnf"))
+    assert [r.accepts(t) for t, _ in instances(s)] == [v for _, v in s.tests]
+
+
+def test_analyze_locates_bad_schema_json(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n  "type": "object",,\n}', encoding="utf-8")
+    assert main(["analyze", str(bad)]) == 2
+    assert main(["convert", str(bad)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"{bad}:2:") and "error: bad JSON" in err[0]
+
+
 def test_cli_refuses_a_jsonl_file_of_many_schemas_to_one_output(tmp_path, capsys):
     assert main(["optimize", str(DATA / "schemas.jsonl"), "-o", str(tmp_path / "x.ebnf")]) == 2
     assert "3 schemas" in capsys.readouterr().err

@@ -1,25 +1,34 @@
 """``gramopt analyze FILE``: sizes, κ, structural findings and ambiguity warnings
-(``gramopt.analyze``), as a table or JSON."""
+(``gramopt.analyze``), as a table or JSON. A JSON Schema (``.json``, or ``--dialect
+jsonschema``) is analyzed as the grammar its converter makes of it (``--converter``, default
+the default target's: the same conversion ``gramopt optimize`` runs)."""
 
 from __future__ import annotations
 
 from ..formats import DIALECTS, read
 from ..grammar import GrammarError
 from .exits import EXIT_OK
+from .optimize import SCHEMA, add_converter_argument, is_schema, schema_grammar
 
 HELP = "sizes, kappa, structural findings and ambiguity warnings"
 
 
 def add_arguments(p) -> None:
     p.add_argument("file")
-    p.add_argument("--dialect", choices=DIALECTS, help="override the dialect from the extension")
+    p.add_argument("--dialect", choices=DIALECTS + (SCHEMA,), help="override the dialect from the extension")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--start", help="start rule (default: the dialect's; a Lark file without one is "
                                    "analyzed as a rule library)")
+    add_converter_argument(p)
 
 
 def run(args) -> int:
     from ..summary import analyze
+    if is_schema(args.file, args.dialect):
+        grammar = schema_grammar(args.file, converter=args.converter)[0]
+        result = analyze(grammar)
+        print(result.to_json() if args.json else result.format(args.file))
+        return EXIT_OK
     try:
         grammar = read(args.file, args.dialect, args.start)
     except GrammarError as e:

@@ -1,9 +1,13 @@
-"""``gramopt convert FILE``: read a grammar and write it in another dialect (or round-trip it)."""
+"""``gramopt convert FILE``: read a grammar and write it in another dialect (or round-trip it).
+A JSON Schema (``.json``, or ``--dialect jsonschema``) is converted by its engine's converter
+(``--converter``, default the default target's, as ``gramopt optimize`` does) and written in
+the dialect asked for (default: the converter's)."""
 
 from __future__ import annotations
 
 from ..formats import DIALECTS, WRITABLE, check_output, output_dialect, read, write, write_file
 from .exits import EXIT_OK
+from .optimize import SCHEMA, add_converter_argument, is_schema, schema_grammar
 
 HELP = "read a grammar and write it in another dialect"
 
@@ -11,13 +15,19 @@ HELP = "read a grammar and write it in another dialect"
 def add_arguments(p) -> None:
     p.add_argument("file")
     p.add_argument("-o", "--output", default="-", help="output file ('-' = stdout, the default)")
-    p.add_argument("--dialect", choices=DIALECTS, help="input dialect (default: from the extension)")
+    p.add_argument("--dialect", choices=DIALECTS + (SCHEMA,), help="input dialect (default: from the extension)")
     p.add_argument("--to", choices=WRITABLE, help="output dialect (default: the input's)")
     p.add_argument("--start", help="start rule (default: the dialect's)")
+    add_converter_argument(p)
 
 
 def run(args) -> int:
     check_output(args.output, args.file)  # convert X -o X refuses, as optimize does
-    grammar = read(args.file, args.dialect, args.start)
-    write_file(args.output, write(grammar, output_dialect(grammar, args.output, args.to, args.file)))
+    if is_schema(args.file, args.dialect):
+        grammar = schema_grammar(args.file, converter=args.converter)[0]
+        source = None  # the converter's dialect, not the .json file's
+    else:
+        grammar = read(args.file, args.dialect, args.start)
+        source = args.file
+    write_file(args.output, write(grammar, output_dialect(grammar, args.output, args.to, source)))
     return EXIT_OK

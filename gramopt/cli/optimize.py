@@ -87,15 +87,24 @@ def is_schema(path: str, dialect: str | None) -> bool:
     return dialect == SCHEMA or (dialect is None and path.lower().endswith(SCHEMA_EXTENSIONS))
 
 
-def schema_grammar(path: str, target: str):
-    """(grammar, converter with version) of the one schema in ``path`` (converted by the
-    target's converter, ``Target.schema_converter``); a JSONL file of several schemas is a batch."""
+def schema_grammar(path: str, target: str = targets.DEFAULT, converter: str | None = None):
+    """(grammar, converter with version) of the one schema in ``path``, converted by
+    ``converter``, else by the target's (``Target.schema_converter``); a JSONL file of
+    several schemas is a batch."""
     from ..engines.jsonschema import convert_for, load_schemas
     schemas = load_schemas(path)
     if len(schemas) != 1:
         raise GrammarError(f"{len(schemas)} schemas in one input: optimize them into a folder with -o OUTDIR",
                            path=path)
-    return convert_for(schemas[0], targets.get(target).schema_converter)
+    return convert_for(schemas[0], converter or targets.get(target).schema_converter)
+
+
+def add_converter_argument(p) -> None:
+    """``--converter`` of the commands that read a JSON Schema without a target (analyze, convert)."""
+    from ..engines.jsonschema import CONVERTERS
+    p.add_argument("--converter", choices=CONVERTERS, default=None,
+                   help=f"JSON Schema converter for a .json input (default: the default target's, "
+                        f"{targets.get(targets.DEFAULT).schema_converter})")
 
 
 def written_form(grammar, target, output: str | None, to: str | None, source: str | None):

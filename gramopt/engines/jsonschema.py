@@ -40,7 +40,6 @@ from ..formats import parse
 from ..grammar import Grammar, GrammarError, SourcePos
 
 CONVERTERS = ("xgrammar", "llama.cpp")
-CONVERTERS = ("xgrammar", "llama.cpp")
 WRITES = {"xgrammar": "ebnf", "llama.cpp": "gbnf"}  # the dialect each converter writes
 _MODULE = {"xgrammar": "xgrammar", "llama.cpp": "llama_cpp"}
 _PACKAGE = {"xgrammar": "xgrammar", "llama.cpp": "llama-cpp-python"}
