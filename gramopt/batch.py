@@ -197,7 +197,7 @@ def _optimize(it: Item, options: dict):
         from .formats import read
         grammar = read(it.source, it.kind, options.get("start")) if not it.text else \
             parse(it.text, it.kind, it.source, options.get("start"))
-    rest = {k: options[k] for k in ("target", "passes", "verify", "cost_model") if k in options}
+    rest = {k: options[k] for k in ("target", "passes", "verify", "cost_model", "fast") if k in options}
     try:
         result = optimize(grammar, **rest)
     except ValueError as e:  # an unknown pass or target name

@@ -31,6 +31,17 @@ along random sentences, ``engines/llguidance.py``, because its greedy lexer can 
 than the language, depending on the form) has the result checked in the engine itself; on a
 difference the e-graph passes' output is dropped.
 
+``fast=True`` is the per-request mode (a serving stack optimizing the grammar of each
+request's JSON schema, where the optimizer must cost less than the engine's compile):
+``REQUEST_PASSES`` (clean-ups, inlining, the target's fix-ups; no e-graph saturation) run
+once, without the second round that confirms the fixpoint, and verification is
+proportional to what changed (``request_bounds``): random derivations of both grammars
+checked in the other, ``DERIVATIONS_PER_CHANGED_RULE`` per rule that is not in both grammars
+alike (a work-unit budget: the same input gives the same verdict and bytes), instead of the
+full check (bounded enumeration, production coverage, exact automata). Every pass is
+language-preserving by construction either way; the fast check is weaker evidence than the
+full one and the report says which ran (``verify_stats``).
+
 With ``verify=True`` the output is checked against the input with
 ``gramopt.verify.check_equivalence``; on a difference the passes are replayed one at a time
 to find the first that changed the language, and ``OptimizationError`` carries the
@@ -57,6 +68,10 @@ from .transforms.inline import inline_rules, is_leaf, rule_kappa
 from .targets import INLINE_LEAVES, INLINE_NONE, Target
 
 DEFAULT_PASSES = ("cleanup", "saturate", "inline", "target")
+REQUEST_PASSES = ("cleanup", "inline", "target")  # fast=True: no e-graph (module docstring)
+DERIVATIONS_PER_CHANGED_RULE = 1
+MAX_REQUEST_DERIVATIONS = 64
+REQUEST_DERIVATION_DEPTH = 8  # past this depth a derivation takes shortest completions
 DIALECT_NAMES = {"gbnf": "GBNF (llama.cpp)", "ebnf": "xgrammar EBNF", "lark": "Lark", "cfg": "NLTK CFG"}
 # A rule with more expression nodes than this is not lowered into the e-graph (egglog 13.2
 # parses a rule as one term, in time and memory superlinear in its length; the largest rule
@@ -363,15 +378,36 @@ def _kappa(g: Grammar) -> int:
     return 1 + sum(rule_kappa(r, g.dialect) for r in g.rules)
 
 
+def changed_rules(a: Grammar, b: Grammar) -> int:
+    """How many rules are not in both grammars alike (same name, same body)."""
+    ra, rb = {(r.name, r.body) for r in a.rules}, {(r.name, r.body) for r in b.rules}
+    return len(ra ^ rb)
+
+
+def request_bounds(a: Grammar, b: Grammar):
+    """(bounds, methods) of the per-request check (``fast=True``): random derivations both
+    ways, ``DERIVATIONS_PER_CHANGED_RULE`` per changed rule (at least one rule's worth, at
+    most ``MAX_REQUEST_DERIVATIONS``), each taking shortest completions past depth
+    ``REQUEST_DERIVATION_DEPTH`` (short sentences: the reference recognizer is the cost)."""
+    from .verify.result import Bounds
+    n = DERIVATIONS_PER_CHANGED_RULE * max(1, changed_rules(a, b))
+    return Bounds(derivations=min(MAX_REQUEST_DERIVATIONS, n), max_depth=REQUEST_DERIVATION_DEPTH), ("derivations",)
+
+
 def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=None, limits: Limits | None = None,
-             verify: bool = True, callback=None, cost_model: str | None = None) -> Result:
+             verify: bool = True, callback=None, cost_model: str | None = None, fast: bool = False) -> Result:
     """Optimize ``grammar`` for ``target`` (see the module docstring). ``cost_model`` names a
     calibrated model (a file, or a folder of ``ENGINE.json`` as ``gramopt calibrate``
-    writes) for a target that uses one; by default the one shipped in the package."""
+    writes) for a target that uses one; by default the one shipped in the package.
+    ``fast``: the per-request mode (``REQUEST_PASSES`` once, a check proportional to what
+    changed)."""
     t0 = time.perf_counter()
     check_size(grammar)
-    pm = PassManager(passes, target, limits, callback, cost_model)
-    out, reports = pm.run_to_fixpoint(grammar)
+    pm = PassManager(REQUEST_PASSES if fast and passes is None else passes, target, limits, callback, cost_model)
+    if fast:
+        out, reports = pm.run(grammar)
+    else:
+        out, reports = pm.run_to_fixpoint(grammar)
     if pm.ctx.target.engine_check is not None and out != grammar:
         out = _engine_check(grammar, out, pm, reports)
     if out == grammar:
@@ -387,7 +423,12 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
             report.verified = "ok"
         else:
             try:
-                res = check(grammar, out)
+                if fast:
+                    bounds, methods = request_bounds(grammar, out)
+                    res = check(grammar, out, bounds, methods)
+                    res.stats["mode"] = f"per-request: {bounds.derivations} derivations each way"
+                else:
+                    res = check(grammar, out)
             except RecursionError as e:  # the checker's limits, not a verdict
                 report.verified = f"error: {e!r}"
                 report.seconds = time.perf_counter() - t0
@@ -454,5 +495,5 @@ def _bisect(grammar: Grammar, pm: PassManager, check) -> str | None:
     return None
 
 
-__all__ = ["DEFAULT_PASSES", "PASSES", "OptimizationError", "PassManager", "PassReport", "Report",
+__all__ = ["DEFAULT_PASSES", "PASSES", "REQUEST_PASSES", "changed_rules", "request_bounds", "OptimizationError", "PassManager", "PassReport", "Report",
            "Result", "optimize", "Limits"]

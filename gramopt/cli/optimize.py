@@ -50,6 +50,9 @@ def add_arguments(o) -> None:
     o.add_argument("--strict", action="store_true",
                    help="exit 2 on a warning: the output dialect cannot carry what the target added, "
                         "or the input's language is empty")
+    o.add_argument("--fast", action="store_true",
+                   help="per-request mode: clean-ups, inlining and the target's fix-ups once (no e-graph), "
+                        "verified by random derivations proportional to the rules that changed")
     o.add_argument("--no-verify", action="store_true",
                    help="skip the language-equivalence check of the output (not recommended)")
     o.add_argument("-j", "--jobs", type=int, default=0, help="worker processes for a batch (0 = cores)")
@@ -65,6 +68,8 @@ def run(args) -> int:
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     options = dict(target=args.target, passes=passes, verify=not args.no_verify, to=args.to,
                    dialect=args.dialect, start=args.start, strict=args.strict)
+    if args.fast:  # only when asked: the batch cache key of a default run stays what it was
+        options["fast"] = True
     if args.cost_model:
         if not os.path.exists(args.cost_model):
             raise GrammarError("no such cost model file or folder", path=args.cost_model)
@@ -157,7 +162,7 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
 
 def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start=None, target=targets.DEFAULT,
                   passes=None, verify=True, report=False, as_json=False, check=False,
-                  diff=False, strict=False, cost_model=None) -> int:
+                  diff=False, strict=False, cost_model=None, fast=False) -> int:
     from ..passes import OptimizationError
     if output:
         check_output(output, path)  # before the work: a missing or read-only folder, the input itself
@@ -167,7 +172,7 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start
     try:
         original, text, result, converter = optimize_text(path, dialect, to, output, start, strict,
                                                           target=target, passes=passes, verify=verify,
-                                                          cost_model=cost_model)
+                                                          cost_model=cost_model, fast=fast)
     except OptimizationError as e:
         print(e.user_message(path), file=sys.stderr)
         return EXIT_UNSOUND
