@@ -128,6 +128,8 @@ def _read(path: str) -> str:
 def item_key(item: Item, options: dict) -> str:
     from ._version import __version__
     shaping = {k: options.get(k) for k in _SHAPING}
+    if options.get("fast"):  # the per-request mode's bytes differ; a default run's key stays as it was
+        shaping["fast"] = True
     from .passes import cost_model_used
     shaping["cost_model"] = cost_model_used(targets.get(options.get("target", targets.DEFAULT)),
                                             options.get("cost_model"))[1]  # the model's bytes, by hash

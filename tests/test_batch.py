@@ -57,6 +57,7 @@ def test_key_follows_content_and_shaping_options():
     assert item_key(a, {"target": "generic"}) == item_key(b, {"target": "generic"})  # content-addressed
     assert item_key(a, {"target": "generic"}) != item_key(a, {"target": "xgrammar"})
     assert item_key(a, {"target": "generic"}) == item_key(a, {"target": "generic", "report": True})
+    assert item_key(a, {"target": "generic"}) != item_key(a, {"target": "generic", "fast": True})
 
 
 def test_folder_batch_then_a_rerun_from_the_cache(mixed, tmp_path, capsys):
