@@ -495,5 +495,5 @@ def _bisect(grammar: Grammar, pm: PassManager, check) -> str | None:
     return None
 
 
-__all__ = ["DEFAULT_PASSES", "PASSES", "REQUEST_PASSES", "changed_rules", "request_bounds", "OptimizationError", "PassManager", "PassReport", "Report",
-           "Result", "optimize", "Limits"]
+__all__ = ["DEFAULT_PASSES", "PASSES", "REQUEST_PASSES", "OptimizationError", "PassManager", "PassReport", "Report",
+           "Result", "changed_rules", "optimize", "request_bounds", "Limits"]

@@ -19,8 +19,9 @@ mask).
 
 ``order_for_llamacpp`` (every step language-preserving):
 
-* ``x*`` becomes a reference to a rule ``R ::= "" | x R`` (one per distinct ``x``), ``x+``
-  becomes ``x R``, and ``x?`` becomes ``("" | x)``: the same language (R derives exactly
+* ``x*`` becomes a reference to a rule ``R ::= "" | x R`` (one per distinct ``x``; a rule
+  ``A ::= x*`` becomes ``A ::= "" | x A`` itself), ``x+`` becomes ``x R``, and ``x?`` becomes
+  ``("" | x)``: the same language (R derives exactly
   the strings of x*: ε, and x followed by a string of x*, by induction on the length of a
   derivation; ``x x*`` = x+; ε ∪ x = x?), and the same stacks llama.cpp builds from the
   operators itself, only with the empty alternative written first. Skipped where x is
@@ -99,7 +100,15 @@ def _lift_repetitions(g: Grammar) -> tuple[Grammar, int]:
             return e
         return fn
 
-    rules = [replace(r, body=transform(r.body, lift(r.name))) for r in g.rules]
+    rules = []
+    for r in g.rules:
+        b = r.body
+        if isinstance(b, Repeat) and b.max is None and b.min == 0 and not nullable_expr(b.item, nullable):
+            # a rule that is one star is its own star rule: R ::= "" | x R
+            count += 1
+            rules.append(replace(r, body=Alt((Epsilon(), Seq((transform(b.item, lift(r.name)), Ref(r.name)))))))
+        else:
+            rules.append(replace(r, body=transform(b, lift(r.name))))
     if not count:
         return g, 0
     return replace(g, rules=tuple(rules) + tuple(new_rules)), count
