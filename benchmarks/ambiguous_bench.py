@@ -54,7 +54,7 @@ def cases(n_tokens: int, env, only: set[str] | None):
                     tok.encode(amb.english_text(n_tokens + 20))[:n_tokens]))
     path = amb.corpus_path(amb.COMMANDTALK)
     if want("commandtalk") and path:
-        g = amb.words_as_bytes(read(path))
+        g = _rooted(amb.words_as_bytes(read(path)))
         out.append(("commandtalk", g, _walk_ids(g, env.vocab, n_tokens, seed=1)))
     for rel in amb.SMILES:
         name = os.path.basename(rel).split("__")[-1].rsplit(".", 1)[0]
@@ -65,20 +65,45 @@ def cases(n_tokens: int, env, only: set[str] | None):
     return out
 
 
-def _walk_ids(grammar, vocab, n_tokens: int, seed: int) -> list[int]:
-    """A seeded random walk over the allowed tokens (stop token excluded)."""
+def _rooted(g):
+    """``root ::= START`` added in front (same language): the EBNF writer names the start
+    rule ``root`` while gramopt's xgrammar driver asks for ``grammar.start`` (SIGMA here)."""
+    import dataclasses
+    from gramopt.grammar import Grammar, Ref
+    if g.start == "root" or any(r.name == "root" for r in g.rules):
+        return g
+    return Grammar((dataclasses.replace(g.rules[0], name="root", body=Ref(g.start)), *g.rules), "root",
+                   dialect=g.dialect)
+
+
+def _walk_ids(grammar, vocab, n_tokens: int, seed: int, budget: int = 40) -> list[int]:
+    """A seeded random walk over the allowed tokens (stop token excluded). At a dead end
+    (only the stop token allowed) before ``n_tokens`` it takes back a random number of
+    tokens (up to all of them) and walks on, at most ``budget × n_tokens`` steps in all;
+    it returns the longest walk met."""
     import random
     from gramopt.runtime import Matcher
     rng = random.Random(seed)
     m = Matcher(grammar, vocab, backend="valiant")
-    ids = []
-    for _ in range(n_tokens):
-        allowed = [t for t in m.allowed_tokens().tolist() if t not in vocab.eos_ids]
-        if not allowed:
+    eos = set(vocab.eos_ids)
+    ids: list[int] = []
+    best: list[int] = []
+    for _ in range(budget * n_tokens):
+        if len(ids) >= n_tokens:
             break
-        ids.append(rng.choice(allowed))
-        m.accept_token(ids[-1])
-    return ids
+        allowed = [t for t in m.allowed_tokens().tolist() if t not in eos]
+        if allowed:
+            ids.append(rng.choice(allowed))
+            m.accept_token(ids[-1])
+            continue
+        if len(ids) > len(best):
+            best = list(ids)
+        if not ids:
+            break
+        k = rng.randint(1, len(ids))
+        m.rollback(k)
+        del ids[-k:]
+    return ids if len(ids) >= len(best) else best
 
 
 class Stepper:
@@ -88,6 +113,7 @@ class Stepper:
         from gramopt.bench.engines import DRIVERS
         v = env.vocab
         self.engine = engine
+        self.note = ""
         if engine == "gramopt-valiant":
             from gramopt.runtime import Matcher
             self.m = Matcher(grammar, v, backend="valiant")
@@ -108,10 +134,22 @@ class Stepper:
             self.mask = lambda: self.m.fill_next_token_bitmask(bm)
             self.accept = self.m.accept_token
         elif engine == "llguidance":
+            import llguidance as llg
             import llguidance.numpy as llnp
             drv = DRIVERS["llguidance"](env)
             drv.prepare()
-            self.m = drv.compile(grammar)
+            try:
+                self.m = drv.compile(grammar)
+            except Exception as e:  # noqa: BLE001 - retried once with llguidance's limits raised
+                if "lexer" not in str(e):
+                    raise
+                lim = llg.LLParserLimits(initial_lexer_fuel=10 ** 9, precompute_large_lexemes=False)
+                self.m = llg.LLMatcher(drv._tok(), llg.grammar_from("gbnf", drv.printed(grammar, "gbnf")),
+                                       log_level=0, limits=lim)
+                if self.m.is_error():
+                    raise RuntimeError(f"llguidance: {self.m.get_error().strip().splitlines()[0][:120]}") \
+                        from None
+                self.note = "lexer limits raised (initial_lexer_fuel=1e9, precompute_large_lexemes=False)"
             self.m.reset()
             bm = llnp.allocate_token_bitmask(1, len(v))
             self.mask = lambda: llnp.fill_next_token_bitmask(self.m, bm, 0)
@@ -125,6 +163,8 @@ def measure(name, grammar, ids, env, budget: float) -> dict:
     for eng in ENGINES:
         try:
             steppers[eng] = Stepper(eng, grammar, env)
+            if steppers[eng].note:
+                notes[eng] = steppers[eng].note
         except Exception as e:  # noqa: BLE001 - an engine refusing a grammar is a result
             notes[eng] = f"refused: {str(e).strip().splitlines()[0][:120]}"
     times = {eng: [] for eng in steppers}
@@ -139,10 +179,11 @@ def measure(name, grammar, ids, env, budget: float) -> dict:
             times[eng].append(dt)
             spent[eng] += dt
             if not st.accept(tid):
-                notes[eng] = f"rejected token {tid} at position {i}"
+                notes[eng] = "; ".join(filter(None, (notes.get(eng), f"rejected token {tid} at position {i}")))
                 live.remove(eng)
             elif spent[eng] > budget and i + 1 < len(ids):
-                notes[eng] = f"stopped after position {i} (budget {budget:.0f} s)"
+                notes[eng] = "; ".join(filter(None, (notes.get(eng), f"stopped after position {i} "
+                                                                       f"(budget {budget:.0f} s)")))
                 live.remove(eng)
     return {"case": name, "tokens": len(ids), "bytes": sum(len(env.vocab.token_bytes[t]) for t in ids),
             "times_us": {e: [round(x * 1e6, 2) for x in ts] for e, ts in times.items()}, "notes": notes}

@@ -110,6 +110,71 @@ def test_ambiguous_suite_same_masks(name, text):
     assert same_masks(g, v, walks=3, steps=30, seed=5) > 0
 
 
+def cache_same_masks(g: Grammar, vocab: Vocab, walks: int = 3, steps: int = 30, seed: int = 0) -> int:
+    """The mask cache (classes.py) against the full trie walk, whole masks, random walks
+    (rolling back now and then, so cached entries meet a changed table)."""
+    full = ValiantMatcher(g, vocab, cache=False)
+    fast = ValiantMatcher(g, vocab)
+    rng = random.Random(seed)
+    compared = 0
+    for _ in range(walks):
+        full.reset()
+        fast.reset()
+        for i in range(steps):
+            a = full.compute_mask().copy()
+            b = fast.compute_mask()
+            compared += 1
+            assert np.array_equal(a, b), (i, sorted(_ids(a, len(vocab)) ^ _ids(b, len(vocab)))[:8])
+            allowed = sorted(_ids(a, len(vocab)) - set(vocab.eos_ids[:i % 7 != 6]))  # stop 1 in 7
+            if not allowed:
+                break
+            if full.num_tokens > 2 and rng.random() < 0.15:
+                full.rollback(2)
+                fast.rollback(2)
+                continue
+            t = rng.choice(allowed)
+            assert full.accept_token(t) and fast.accept_token(t)
+            if full.is_terminated():
+                break
+    return compared
+
+
+@pytest.mark.parametrize("name", ["G4", "expr", "english"])
+def test_mask_cache_equals_full_walk(name):
+    g = amb.parse_text({"G4": amb.G4, "expr": amb.EXPR, "english": amb.ENGLISH}[name])
+    assert cache_same_masks(g, ambiguous_vocab(), walks=4, steps=40, seed=11) > 20
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars(), st.integers(0, 1000))
+def test_random_grammars_mask_cache(g, seed):
+    cache_same_masks(g, Vocab.from_bytes(HYP_TOKENS, eos=len(HYP_TOKENS)), walks=2, steps=10, seed=seed)
+
+
+def test_mask_cache_walks_only_undecided_tokens():
+    """E → … | ( E ) | n: after "+" the seed is E; "n)" finishes an E and goes on, so
+    whether it is allowed depends on an open parenthesis (undecided: walked), while "n+"
+    is a prefix of an E (decided, from the cache). "n+" and "(n+" meet the same entry."""
+    from gramopt.runtime.matrix.classes import token_classes
+    g = amb.parse_text(amb.EXPR)
+    v = ambiguous_vocab()
+    ids = {t: i for i, t in enumerate(v.token_bytes)}
+    m = ValiantMatcher(g, v)
+    cls = token_classes(m.cnf, v.trie, v.n_words)
+    assert cls.entry(m.table.seed_key()).sub is None  # at 0 the seed is the start: nothing follows
+    assert m.accept_token(ids[b"n+"])
+    key = m.table.seed_key()
+    e = cls.entry(key)
+    assert e.sub is not None and ids[b"n)"] in e.sub.tok_ids and ids[b"n+"] not in e.sub.tok_ids
+    assert (e.aw[ids[b"n+"] >> 5] >> (ids[b"n+"] & 31)) & 1
+    assert ids[b"n)"] not in m.allowed_tokens()
+    m.rollback(1)
+    assert m.accept_token(ids[b"(n"]) and m.accept_token(ids[b"+"])
+    assert m.table.seed_key() == key and cls.entry(key) is e
+    assert ids[b"n)"] in m.allowed_tokens()
+    assert m.fill_next_token_bitmask(np.zeros(v.n_words, np.int32)).trie_nodes > 0  # walks "n)"
+
+
 def test_g4_table_holds_sets_not_derivations():
     """After t symbols of G4 every span is an S: t(t+1)/2 cells however many parses."""
     g = amb.parse_text(amb.G4)
@@ -131,7 +196,7 @@ def test_matcher_api_and_rollback():
     g = amb.parse_text(amb.EXPR)
     v = ambiguous_vocab()
     ids = {t: i for i, t in enumerate(v.token_bytes)}
-    m = Matcher(g, v, backend="valiant")
+    m = Matcher(g, v, backend="valiant", cache=False)  # the full walk: counters show the work
     assert isinstance(m, ValiantMatcher)
     eos = v.eos_ids[0]
     assert m.accept_token(ids[b"(n"]) and not m.accept_token(eos) and not m.accept_token(ids[b"("])
@@ -271,11 +336,13 @@ def test_torch_table_same_masks(device, name):
     g = amb.parse_text({"G4": amb.G4, "expr": amb.EXPR, "english": amb.ENGLISH}[name])
     v = ambiguous_vocab()
     text = {"G4": amb.g4_text(8, 3), "expr": amb.expr_text(8, 4), "english": amb.english_text(4, 5)}[name]
-    a = ValiantMatcher(g, v)
-    b = ValiantMatcher(g, v, device=device)
+    a = ValiantMatcher(g, v, cache=False)
+    b = ValiantMatcher(g, v, device=device, cache=False)
+    c = ValiantMatcher(g, v, device=device)  # the mask cache over the torch table's seeds
     for t in _tokenize(v, text.encode()):
-        assert a.allowed_tokens().tolist() == b.allowed_tokens().tolist()
-        assert a.accept_token(t) and b.accept_token(t)
-    b.rollback(3)
-    a.rollback(3)
-    assert a.allowed_tokens().tolist() == b.allowed_tokens().tolist()
+        assert a.table.seed_key() == b.table.seed_key()
+        assert a.allowed_tokens().tolist() == b.allowed_tokens().tolist() == c.allowed_tokens().tolist()
+        assert a.accept_token(t) and b.accept_token(t) and c.accept_token(t)
+    for m in (a, b, c):
+        m.rollback(3)
+    assert a.allowed_tokens().tolist() == b.allowed_tokens().tolist() == c.allowed_tokens().tolist()

@@ -22,6 +22,11 @@ Built from the canonical BNF lowering (``gramopt.grammar.bnf.lower``), step by s
                       over-approximation of the adjacent byte pairs of every string any
                       nonterminal derives; the trie walk treats a node none of whose children
                       can follow it as a leaf (its column need only show it viable).
+      7. follow       ``follow[X]``: the bytes that may come right after a complete X in
+                      some sentential form (A → B C puts FIRST(C) after B, and after every
+                      right corner of B: follow flows from A to its right child and unit
+                      children), a 256-bit row. The mask cache (classes.py) uses it to
+                      bound which tokens can finish an X and go on.
       5. relations    unit closure U* (A ⇒* C by unit rules: ``up[C]`` lists every such A),
                       left corners (A → X β, binary and unit rules alike) whose closure LC*
                       the kernel walks from the seeds of each Pred set (no N×N matrix).
@@ -67,6 +72,7 @@ class CNF:
     lc_start: np.ndarray  # left corners: A → X … (binary or unit) ⇔ X ∈ lc[lc_start[A]:…]
     lc: np.ndarray
     follows: np.ndarray  # bool[256, 256]: byte c may follow byte b inside a sentence
+    follow: np.ndarray  # uint64[N, 4]: bit c of X's 256-bit row: byte c may come right after an X
     stats: dict = field(default_factory=dict)
 
     @property
@@ -81,7 +87,8 @@ class CNF:
     def arrays(self) -> tuple:
         """The tuple the kernels take, in their order."""
         return (self.byte_start, self.byte_pre, self.r2_start, self.r2_lhs, self.r2_b,
-                self.r1_start, self.r1_lhs, self.r1_c, self.up_start, self.up, self.lc_start, self.lc)
+                self.r1_start, self.r1_lhs, self.r1_c, self.up_start, self.up, self.lc_start, self.lc,
+                self.follow)
 
 
 def build_cnf(grammar: Grammar) -> CNF:
@@ -247,7 +254,7 @@ def build_cnf(grammar: Grammar) -> CNF:
              "preterminals": sum(1 for nm in pre_range if nm in idx)}
     return CNF(names, idx[start] if start in idx else -1, grammar.start in nullable,
                byte_start, byte_pre, r2_start, bl[r2], bb[r2], r1_start, bl[r1], bc[r1],
-               up_start, up, lc_start, lc, _follows(names, idx, binary, units, pre_range), stats)
+               up_start, up, lc_start, lc, *_follows(names, idx, binary, units, pre_range), stats)
 
 
 def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -291,8 +298,11 @@ def _closure_lists(start, edges, n):
     return out_start, out[:m].copy()
 
 
-def _follows(names, idx, binary, units, pre_range) -> np.ndarray:
-    """FIRST/LAST byte sets as least fixpoints, then the pairs every binary rule joins."""
+def _follows(names, idx, binary, units, pre_range) -> tuple[np.ndarray, np.ndarray]:
+    """FIRST/LAST byte sets as least fixpoints, then the pairs every binary rule joins
+    (``follows``) and the bytes after each nonterminal (``follow``, a least fixpoint:
+    A → B C gives FIRST(C) ⊆ follow(B) and follow(A) ⊆ follow(C); A → B gives
+    follow(A) ⊆ follow(B))."""
     n = len(names)
     first = np.zeros((n, 256), np.bool_)
     for nm, (lo, hi) in pre_range.items():
@@ -317,6 +327,40 @@ def _follows(names, idx, binary, units, pre_range) -> np.ndarray:
                 last[a] |= last[b]
                 changed = True
     follows = np.zeros((256, 256), np.bool_)
-    for _, b, c in bl:
+    follow = np.zeros((n, 256), np.bool_)
+    down: list[list[int]] = [[] for _ in range(n)]  # A → its right and unit children
+    for a, b, c in bl:
         follows[np.ix_(last[b], first[c])] = True
-    return follows
+        follow[b] |= first[c]
+        down[a].append(c)
+    for a, b in ul:
+        down[a].append(b)
+    d_start, d = _csr(down)
+    _flow_down(follow, d_start, d)
+    return follows, np.ascontiguousarray(np.packbits(follow, axis=1, bitorder="little").view(np.uint64))
+
+
+@njit(cache=True)
+def _flow_down(follow, d_start, d):
+    """follow(A) ⊆ follow(C) along every edge A → C, to the least fixpoint (a worklist)."""
+    n = follow.shape[0]
+    queued = np.ones(n, np.bool_)  # each node is on the stack at most once
+    stack = np.empty(n, np.int32)
+    for i in range(n):
+        stack[i] = n - 1 - i
+    sp = n
+    while sp > 0:
+        sp -= 1
+        a = stack[sp]
+        queued[a] = False
+        for j in range(d_start[a], d_start[a + 1]):
+            c = d[j]
+            grew = False
+            for x in range(256):
+                if follow[a, x] and not follow[c, x]:
+                    follow[c, x] = True
+                    grew = True
+            if grew and not queued[c]:
+                queued[c] = True
+                stack[sp] = c
+                sp += 1

@@ -97,10 +97,17 @@ def _close_pred(lc_start, lc, pred_row, pred_t, stack, seeds, ns, t):
 
 
 @njit(cache=True)
-def write_pred0(start, lc_start, lc, pred_row, pred_t, stack):
-    """Pred(0) = LC*(S) (nothing when the start derives no non-empty string)."""
+def write_pred0(start, lc_start, lc, pred_row, pred_t, seed_start, seed_pool, stack):
+    """Pred(0) = LC*(S), seeded by S with an empty follow context (nothing when the start
+    derives no non-empty string)."""
     _clear_pred(pred_row, pred_t, 0)
+    seed_start[0] = 0
+    seed_start[1] = 0
     if start >= 0:
+        seed_pool[0] = start
+        for x in range(1, 5):
+            seed_pool[x] = 0
+        seed_start[1] = 5
         seeds = np.full(1, start, np.int32)
         _close_pred(lc_start, lc, pred_row, pred_t, stack, seeds, 1, 0)
 
@@ -129,12 +136,16 @@ def _live(byte_start, byte_pre, pred_row, k, b):
 
 @njit(cache=True)
 def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c, up_start, up,
-              lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off, ent_lo, pool, pred_row, pred_t,
-              cur_idx, prev_idx, in_f, finals, seed_flag, stack, counters, t, b, only_viable):
+              lc_start, lc, follow, start, col_start, col_pool, col_r1, ent_nt, ent_off, ent_lo, pool, pred_row, pred_t,
+              seed_start, seed_pool, cur_idx, prev_idx, in_f, finals, seed_flag, fctx, stack, counters, t, b,
+              only_viable):
     """Compute column t from columns < t for byte ``b`` at position t-1; write Pred(t).
     Returns (status, accepting). With ``only_viable`` (a trie leaf: nothing will be built
     on this column) it may return VIABLE as soon as one nonterminal is predicted at t,
-    leaving the column unwritten."""
+    leaving the column unwritten. ``seed_pool[seed_start[t]:seed_start[t+1]]`` gets the
+    mask cache's key: the seeds of Pred(t) in increasing order (the C of every A → B C
+    with A ∈ Pred(i), B ∈ cell(i, t)), each followed by its follow context, the union
+    of follow(A) over those rules (4 words of a 256-bit byte set)."""
     # a byte that no predicted preterminal matches ends the prefix: nothing to compute
     k = t - 1
     if not _live(byte_start, byte_pre, pred_row, k, b):
@@ -145,7 +156,7 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
     p0 = col_pool[t - 1]
     if t + 1 >= pred_row.shape[0] or t + 1 >= col_start.shape[0] or (t >> 6) >= pred_t.shape[1]:
         return OVERFLOW, False
-    if e0 + n > ent_nt.shape[0] or p0 + n * nw > pool.shape[0]:
+    if e0 + n > ent_nt.shape[0] or p0 + n * nw > pool.shape[0] or seed_start[t] + 5 * n > seed_pool.shape[0]:
         return OVERFLOW, False
     c_splits = 0
     c_cells = 0
@@ -350,30 +361,49 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
         off = ent_off[e]
         for r in range(r1_start[bnt], r1_start[bnt + 1]):
             c = r1_c[r]
-            if seed_flag[c]:
-                continue
             a = r1_lhs[r]
+            if seed_flag[c] and (follow[a, 0] & ~fctx[c, 0]) == 0 and (follow[a, 1] & ~fctx[c, 1]) == 0 \
+                    and (follow[a, 2] & ~fctx[c, 2]) == 0 and (follow[a, 3] & ~fctx[c, 3]) == 0:
+                continue  # nothing new: c is a seed and A's follow is in its context already
             for w in range(ent_lo[e], nw):
                 if pool[off + w] & pred_t[a, w]:
-                    seed_flag[c] = True
-                    finals[ns] = c
-                    ns += 1
+                    if not seed_flag[c]:
+                        seed_flag[c] = True
+                        finals[ns] = c
+                        ns += 1
+                        for x in range(4):
+                            fctx[c, x] = 0
+                    for x in range(4):
+                        fctx[c, x] |= follow[a, x]
                     break
+    # the key: per seed in increasing order, its id and its follow context (4 words)
+    s0 = seed_start[t]
+    finals[:ns].sort()
     for i in range(ns):
-        seed_flag[finals[i]] = False
+        c = finals[i]
+        seed_flag[c] = False
+        seed_pool[s0 + 5 * i] = c
+        for x in range(4):
+            seed_pool[s0 + 5 * i + 1 + x] = fctx[c, x]
+    seed_start[t + 1] = s0 + 5 * ns
     predicted = _close_pred(lc_start, lc, pred_row, pred_t, stack, finals, ns, t)
     return (VIABLE if (predicted or accepting) else DEAD), accepting
 
 
 @njit(cache=True)
 def walk_trie(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c, up_start, up,
-              lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off, ent_lo, pool, pred_row, pred_t,
-              cur_idx, prev_idx, in_f, finals, seed_flag, stack, counters, n, follows,
-              tbyte, tdepth, tsize, tok_start, tok_ids, out):
+              lc_start, lc, follow, start, col_start, col_pool, col_r1, ent_nt, ent_off, ent_lo, pool, pred_row, pred_t,
+              seed_start, seed_pool, cur_idx, prev_idx, in_f, finals, seed_flag, fctx, stack, counters, n, follows,
+              tbyte, tdepth, tsize, tok_start, tok_ids, out, acc_nodes):
     """Set in ``out`` (uint32 words) every token whose bytes keep the prefix of length n
     viable: depth-first over the trie, one column per node, a dead node's subtree skipped.
     Columns above n are scratch; the committed state (0..n) is unchanged. Returns VIABLE,
-    or -t when column t ran out of room (grow, then walk again)."""
+    or -t when column t ran out of room (grow, then walk again).
+
+    Classification (``acc_nodes`` non-empty, room for every trie node plus one; n = 0, the
+    start X): also list in ``acc_nodes[1:1 + acc_nodes[0]]`` the nodes whose bytes are a
+    sentence of X and that have a child whose byte may follow theirs (``follows``): where a
+    token may finish an X and go on (classes.py). A leaf is left out: it has no such child."""
     i = 1
     nn = tbyte.shape[0]
     while i < nn:
@@ -390,15 +420,18 @@ def walk_trie(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
                 leaf = False
                 break
             j += tsize[j]
-        st, _ = push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c,
-                          up_start, up, lc_start, lc, start, col_start, col_pool, col_r1, ent_nt, ent_off, ent_lo,
-                          pool, pred_row, pred_t, cur_idx, prev_idx, in_f, finals, seed_flag, stack,
-                          counters, t, tbyte[i], leaf)
+        st, acc = push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c,
+                            up_start, up, lc_start, lc, follow, start, col_start, col_pool, col_r1, ent_nt, ent_off,
+                            ent_lo, pool, pred_row, pred_t, seed_start, seed_pool, cur_idx, prev_idx, in_f, finals,
+                            seed_flag, fctx, stack, counters, t, tbyte[i], leaf)
         if st == OVERFLOW:
             return -t  # the column that needs room
         if st == DEAD:
             i += tsize[i]
             continue
+        if acc and acc_nodes.shape[0] > 0 and not leaf:
+            acc_nodes[0] += 1
+            acc_nodes[acc_nodes[0]] = i
         for j in range(tok_start[i], tok_start[i + 1]):
             tid = tok_ids[j]
             out[tid >> 5] |= np.uint32(1) << np.uint32(tid & 31)

@@ -71,6 +71,9 @@ class TorchTable(CommittedText):
         self._alloc(capacity)
         if cnf.start >= 0:
             self.pred[0] = self.lc_star[cnf.start] > 0
+        self._keys = [np.array([cnf.start, 0, 0, 0, 0], np.uint64).tobytes() if cnf.start >= 0 else b""]
+        self._lhs_np = cnf.r2_lhs.astype(np.int64)
+        self._right_np = np.repeat(np.arange(cnf.n), np.diff(cnf.r2_start)).astype(np.int64)
 
     def _alloc(self, cap: int) -> None:
         torch = self.torch
@@ -106,18 +109,34 @@ class TorchTable(CommittedText):
         fire = (col[:t][:, self.left] & self.pred[:t][:, self.lhs]).any(0)  # rules
         seeds = torch.zeros(self.lc_star.shape[0], dtype=torch.float32, device=self.device)
         seeds.index_add_(0, self.right, fire.float())
+        self._fire = fire
         self.pred[t] = (seeds @ self.lc_star) > 0
         return bool(self.pred[t].any()) or accepting, accepting
 
     # ------------------------------------------------------------ Table's interface
+    def seed_key(self) -> bytes:
+        """The seeds of Pred(n) with their follow contexts, in table.Table.seed_key's layout."""
+        return self._keys[self.n]
+
+    def _key(self) -> bytes:
+        """The key of the column just computed, from its fired rules A → B C (kernel.push_byte)."""
+        fired = np.flatnonzero(self._fire.cpu().numpy())
+        c, a = self._right_np[fired], self._lhs_np[fired]
+        ctx = np.zeros((max(self.cnf.n, 1), 4), np.uint64)
+        np.bitwise_or.at(ctx, c, self.cnf.follow[a])
+        seeds = np.unique(c)
+        return np.concatenate([seeds[:, None].astype(np.uint64), ctx[seeds]], axis=1).tobytes()
+
     def push(self, data: bytes) -> bool:
-        acc = []
+        acc, keys = [], []
         for i, b in enumerate(data):
             ok, a = self._column(self.n + i + 1, b)
             if not ok:
                 return False
             acc.append(a)
+            keys.append(self._key())
         self._accepting[self.n + 1:] = acc
+        self._keys[self.n + 1:] = keys
         self.n += len(data)
         return True
 
