@@ -109,6 +109,27 @@ def test_onestep_is_the_current_mass_allowed_after_each_candidate(dyck):
         assert f == pytest.approx(want)
 
 
+def test_onestep_cache_gives_the_uncached_values(dyck):
+    """The ids cached per prefix·candidate give the values a fresh walk gives, along a
+    whole exact-law walk of the tree (every viable prefix); a matcher of another grammar
+    empties the cache instead of reading it."""
+    cached = OneStep()
+    law_a, _ = sampler_law(dyck.tree, cached, dyck.new_matcher(), dyck.vocab, eps=0.0)
+    law_b, _ = sampler_law(dyck.tree, cached, dyck.new_matcher(), dyck.vocab, eps=0.0)  # all hits
+    assert cached._next and law_a == law_b
+
+    class Fresh(OneStep):
+        def _after(self, m, prefix):
+            return None
+
+    law_c, _ = sampler_law(dyck.tree, Fresh(), dyck.new_matcher(), dyck.vocab, eps=0.0)
+    assert law_a == law_c
+    other = Matcher(bounded_dyck(K, L - 2), dyck.vocab)
+    step = _step_at_root(dyck, other)
+    assert np.allclose(cached.phi(step), Fresh().phi(step))
+    assert len(cached._next) == 1  # emptied, then the root of the other grammar
+
+
 # ---------------------------------------------------------------- exact Φ
 
 
