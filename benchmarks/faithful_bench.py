@@ -13,6 +13,8 @@
 3. Per-token cost, decoding one string at a time (batch 1), the estimators interleaved in rounds:
    with the trained model and with larger random-weight models (4×256, 6×512), since
    OneStep's cost does not depend on the model and its overhead is relative to the forward pass.
+   OneStep is measured with its cache of the ids allowed after prefix·candidate (warm after
+   the first round: the strings share prefixes) and without it (every candidate walked).
 4. A finite JSON language (36 records, several tokenizations per string): TV per method.
 5. Speculative decoding (draft + target, Leviathan acceptance against the reweighted target):
    accepted tokens per target call, acceptance rate and TV, Uniform vs Exact.
@@ -108,7 +110,7 @@ def overhead_section(setting, bigs, rounds, per_round, seed):
     res = {}
     models = [("trained 2×32", setting["model"], setting["tree"]), *((lb, m, None) for lb, m in bigs)]
     for label, model, tree in models:
-        ests = [("uniform", Uniform()), ("onestep", OneStep())]
+        ests = [("uniform", Uniform()), ("onestep", OneStep()), ("onestep, no cache", OneStep(cache_ids=0))]
         if tree is not None:
             ests.append(("exact (lookup)", Exact(tree)))
         tot = {n: [0.0, 0.0, 0] for n, _ in ests}  # seconds, phi seconds, tokens

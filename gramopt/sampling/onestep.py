@@ -18,7 +18,7 @@ is met; the allowed ids after it are then cached (they depend on the grammar, th
 and the prefix only, not on the model), so a sampler that meets the same prefixes again —
 every sampler of many strings does, near the root — pays a dictionary look-up and a sum.
 The cache holds one grammar × vocabulary at a time (a matcher of another one empties it) and
-at most ``cache_ids`` ids, least recently used prefixes going first. ``max_candidates``
+at most ``cache_ids`` ids, least recently used prefixes going first (0: no cache). ``max_candidates``
 bounds the walk for large vocabularies: only the most probable candidates look ahead, the
 others get the mass the current mask allows (as if the next mask were the current one).
 """
@@ -78,7 +78,7 @@ class OneStep:
 
     def _after(self, m, prefix: tuple) -> dict[int, np.ndarray] | None:
         """The cached ids after prefix·y, by y (None: this matcher's language is unknown)."""
-        owner = _language(m)
+        owner = _language(m) if self.cache_ids > 0 else None
         if owner is None:
             return None
         if self._owner is None or any(a is not b for a, b in zip(owner, self._owner)):
