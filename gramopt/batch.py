@@ -40,7 +40,8 @@ from .grammar import GrammarError
 GRAMMAR_EXTENSIONS = tuple(EXTENSIONS)
 SCHEMA_EXTENSIONS = (".json", ".jsonl")
 CACHE_FOLDER = ".gramopt-cache"
-_SHAPING = ("target", "passes", "verify", "to", "dialect", "start", "strict", "cost_model")  # options that change the bytes out
+_SHAPING = ("target", "passes", "verify", "to", "dialect", "start", "strict", "cost_model",
+            "max_nodes", "max_iterations", "max_verify_work")  # options that change the bytes out
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,8 @@ def optimize_item(item: dict, options: dict, cache_dir: str | None) -> dict:
                 "seconds": time.perf_counter() - t0, "text": None, "cached": False}
     cache_put(cache_dir, key, text)
     before, after = result.report.kappa_before, result.report.kappa_after
-    warned = "".join(f"; warning: {w}" for w in result.report.warnings)
+    warned = "".join(f"; warning: {w}" for w in result.report.warnings) + \
+        "".join(f"; stopped: {w}" for w in result.report.stops)
     return {"name": it.name, "code": EXIT_OK, "message": f"κ {before} → {after}{warned}",
             "seconds": time.perf_counter() - t0, "text": text, "cached": False}
 
@@ -199,9 +201,10 @@ def _optimize(it: Item, options: dict):
         from .formats import read
         grammar = read(it.source, it.kind, options.get("start")) if not it.text else \
             parse(it.text, it.kind, it.source, options.get("start"))
+    from .cli.optimize import WORK_LIMITS, work_limits
     rest = {k: options[k] for k in ("target", "passes", "verify", "cost_model", "fast") if k in options}
     try:
-        result = optimize(grammar, **rest)
+        result = optimize(grammar, **rest, **work_limits(**{k: options.get(k) for k in WORK_LIMITS}))
     except ValueError as e:  # an unknown pass or target name
         raise GrammarError(str(e), path=it.source) from None
     src = it.source if it.kind != "jsonschema" else None

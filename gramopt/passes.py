@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from . import targets
@@ -63,6 +63,8 @@ from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Grammar, GrammarError, check_
 from .grammar.analysis import productive_rules
 from .grammar.size import grammar_size
 from .rewrites import FAMILIES, rules as rewrite_rules
+from .stage import stage
+from .verify import Bounds
 from .transforms.cleanup import PASSES as CLEANUPS
 from .transforms.inline import inline_rules, is_leaf, rule_kappa
 from .targets import INLINE_LEAVES, INLINE_NONE, Target
@@ -113,12 +115,13 @@ class PassReport:
     fired: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     saturation: dict | None = None
+    stops: list[str] = field(default_factory=list)  # a limit cut the pass short, and its fallback
 
     def to_json(self) -> dict:
         return {"pass": self.name, "kappa_before": self.kappa_before, "kappa_after": self.kappa_after,
                 "rules_before": self.rules_before, "rules_after": self.rules_after,
                 "seconds": round(self.seconds, 4), "removed": self.removed, "fired": self.fired,
-                "notes": self.notes, "saturation": self.saturation}
+                "notes": self.notes, "saturation": self.saturation, "stops": self.stops}
 
 
 @dataclass
@@ -137,6 +140,7 @@ class Report:
     written_as: str | None = None  # the dialect the command wrote (set by ``gramopt optimize``)
     cost_model: str | None = None  # the calibrated model the extractor used (name and SHA-256)
     warnings: list[str] = field(default_factory=list)  # about the input (empty language) or the output
+    stops: list[str] = field(default_factory=list)  # a work limit cut a stage short (and its fallback)
     notes: list[str] = field(default_factory=list)  # e.g. the grammar stays ambiguous (cli optimize)
     sac_growth: dict | None = None  # gramopt.summary.sac_growth of the output, when measured
 
@@ -145,7 +149,7 @@ class Report:
         lines = [f"target {self.target}", head, "-" * len(head)]
         for p in self.passes:
             fired = ", ".join(f"{k}×{v}" for k, v in sorted(p.fired.items(), key=lambda kv: -kv[1]))
-            extra = "; ".join(x for x in [fired] + p.notes if x)
+            extra = "; ".join(x for x in [fired] + p.notes + p.stops if x)
             lines.append(f"{p.name:<12} {p.kappa_before:>9} {p.kappa_after:>8} "
                          f"{p.rules_before:>5}→{p.rules_after:<5} {p.seconds * 1000:>8.1f}  {extra}")
             if p.removed:
@@ -160,6 +164,7 @@ class Report:
         if self.written_as:
             lines.append(f"written as {DIALECT_NAMES.get(self.written_as, self.written_as)}")
         lines.extend(f"warning: {w}" for w in self.warnings)
+        lines.extend(f"stopped: {w}" for w in self.stops)
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
@@ -169,6 +174,7 @@ class Report:
                 "rules_before": self.rules_before, "rules_after": self.rules_after,
                 "seconds": round(self.seconds, 4), "verified": self.verified,
                 "verify_stats": self.verify_stats, "written_as": self.written_as, "warnings": self.warnings,
+                "stops": self.stops,
                 "notes": self.notes, "sac_growth": self.sac_growth,
                 "cost_model": self.cost_model,
                 "passes": [p.to_json() for p in self.passes]}
@@ -229,9 +235,9 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
             # the e-graph starts at about one node per IR node and would only be stopped
             # once built, and egglog parses one rule as one term (an enum of 10,000 words:
             # 8 GB): such a grammar is not lowered at all, deterministically
-            rep.notes.append(f"skipped: {sum(sizes):,} expression nodes (largest rule "
+            rep.stops.append(f"skipped: {sum(sizes):,} expression nodes (largest rule "
                              f"{max(sizes, default=0):,}) > the e-graph's limits "
-                             f"({ctx.limits.nodes:,}, {MAX_RULE_NODES:,} per rule)")
+                             f"({ctx.limits.nodes:,}, {MAX_RULE_NODES:,} per rule): not saturated")
             return g
         eg = GrammarEGraph(g)
         runner = Runner(rewrite_rules(families), ctx.limits)
@@ -239,7 +245,7 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
         rep.saturation = rr.to_json()
         rep.fired.update(rr.fired)
         if rr.stop_reason is StopReason.SAFETY_LIMIT:
-            rep.notes.append(f"stopped at the safety time limit ({ctx.limits.safety_seconds:g} s): "
+            rep.stops.append(f"stopped at the safety time limit ({ctx.limits.safety_seconds:g} s): "
                              f"e-graph pass skipped, input kept")
             return g
         if rr.stop_reason is not StopReason.SATURATED:
@@ -312,7 +318,8 @@ class PassManager:
         t = time.perf_counter()
         k0 = _kappa(g)
         rep = PassReport(name, k0, k0, len(g.rules), len(g.rules), 0.0)
-        out = PASSES[name](g, self.ctx, rep)
+        with stage(f"pass {name}"):
+            out = PASSES[name](g, self.ctx, rep)
         if out is not g and _too_big(out) and not _too_big(g):
             rep.notes.append(f"reverted (output nested deeper than {MAX_PASS_DEPTH} or larger than "
                              f"{MAX_EXPANDED:,} expanded symbols)")
@@ -395,12 +402,15 @@ def request_bounds(a: Grammar, b: Grammar):
 
 
 def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=None, limits: Limits | None = None,
-             verify: bool = True, callback=None, cost_model: str | None = None, fast: bool = False) -> Result:
+             verify: bool = True, callback=None, cost_model: str | None = None, fast: bool = False,
+             bounds: "Bounds | None" = None) -> Result:
     """Optimize ``grammar`` for ``target`` (see the module docstring). ``cost_model`` names a
     calibrated model (a file, or a folder of ``ENGINE.json`` as ``gramopt calibrate``
     writes) for a target that uses one; by default the one shipped in the package.
     ``fast``: the per-request mode (``REQUEST_PASSES`` once, a check proportional to what
-    changed)."""
+    changed). ``bounds`` are the language check's (``gramopt.verify.Bounds``); when its work
+    budget (``max_work``) is spent before a verdict, the input is returned unchanged and
+    ``report.stops`` says so — the same on every machine."""
     t0 = time.perf_counter()
     check_size(grammar)
     pm = PassManager(REQUEST_PASSES if fast and passes is None else passes, target, limits, callback, cost_model)
@@ -409,11 +419,19 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
     else:
         out, reports = pm.run_to_fixpoint(grammar)
     if pm.ctx.target.engine_check is not None and out != grammar:
-        out = _engine_check(grammar, out, pm, reports)
+        with stage("engine check"):
+            out = _engine_check(grammar, out, pm, reports)
     if out == grammar:
         out = grammar  # keep comments and positions when nothing changed
     report = Report(pm.ctx.target.name, reports, kappa(grammar), kappa(out), sac_proxy(grammar), sac_proxy(out),
                     len(grammar.rules), len(out.rules))
+    seen_stops = set()
+    for p in reports:  # one line per distinct stop (a fixpoint round repeats its pass's)
+        for why in p.stops:
+            line = f"pass {p.name.split('#')[0]}: {why}"
+            if line not in seen_stops:
+                seen_stops.add(line)
+                report.stops.append(line)
     if grammar.start not in productive_rules(grammar):
         report.warnings.append(f"the language is empty: rule '{grammar.start}' derives no finite string")
     report.cost_model = cost_model_used(pm.ctx.target, cost_model)[1]
@@ -423,17 +441,30 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
             report.verified = "ok"
         else:
             try:
-                if fast:
-                    bounds, methods = request_bounds(grammar, out)
-                    res = check(grammar, out, bounds, methods)
-                    res.stats["mode"] = f"per-request: {bounds.derivations} derivations each way"
-                else:
-                    res = check(grammar, out)
+                with stage("verification"):
+                    if fast:
+                        fast_bounds, methods = request_bounds(grammar, out)
+                        fast_bounds = replace(fast_bounds, max_work=(bounds or Bounds()).max_work)
+                        res = check(grammar, out, fast_bounds, methods)
+                        res.stats["mode"] = f"per-request: {fast_bounds.derivations} derivations each way"
+                    else:
+                        res = check(grammar, out, bounds or Bounds())
             except RecursionError as e:  # the checker's limits, not a verdict
                 report.verified = f"error: {e!r}"
                 report.seconds = time.perf_counter() - t0
                 return Result(out, report)
             report.verify_stats = dict(getattr(res, "stats", {}) or {})
+            if res.ok and res.stats.get("work_spent"):  # deterministic fallback: the input, unchanged
+                report.stops.append(
+                    f"verification stopped: its work budget ({(bounds or Bounds()).max_work:,} Earley steps) "
+                    f"was spent in {res.stats['work_spent']} before its bounds were met; the input is "
+                    f"written unchanged (raise --max-verify-work to optimize it)")
+                out = grammar
+                report.kappa_after, report.sac_after, report.rules_after = \
+                    report.kappa_before, report.sac_before, report.rules_before
+                report.verified = "ok"
+                report.seconds = time.perf_counter() - t0
+                return Result(out, report)
             if res.stats.get("safety_limit"):  # a verdict cut short by time: refuse, deterministically
                 raise GrammarError(f"verification ({res.stats['safety_limit']}) stopped at its safety time "
                                    f"limit: nothing written (its budgets are work units; this machine is too "

@@ -15,6 +15,7 @@ import sys
 
 from ..grammar import GrammarError
 from . import analyze, bench, calibrate, convert, optimize, sample, verify
+from .guard import LimitReached, guarded
 from .exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 COMMANDS = {"analyze": analyze, "convert": convert, "optimize": optimize, "verify": verify, "bench": bench,
@@ -35,19 +36,30 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _written(e: BaseException) -> str:
+    """What a stopped command wrote: a batch counts its outputs (``written`` on the exception)."""
+    n = getattr(e, "written", 0)
+    return "no output was written" if not n else f"{n} output(s) were written before it stopped"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     debug = bool(os.environ.get("GRAMOPT_DEBUG"))
     try:
-        return args.run(args)
+        with guarded(getattr(args, "max_seconds", None), getattr(args, "max_memory", None)):
+            return args.run(args)
+    except LimitReached as e:  # a safety limit (guard.py): one line, the stage it stopped in
+        where = getattr(args, "input", None) or getattr(args, "original", None) or getattr(args, "file", None)
+        print(f"{where or 'gramopt'}: error: {e}; {_written(e)}", file=sys.stderr)
+        return EXIT_USAGE
     except GrammarError as e:
         if e.path is None:  # raised past the reader (e.g. repetitions too large to expand)
             e = e.located(getattr(args, "file", None) or getattr(args, "input", None)
                           or getattr(args, "original", None))
         print(e.format(), file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("gramopt: interrupted; no output was written", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        print(f"gramopt: interrupted; {_written(e)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..formats import DIALECTS, read
 from ..grammar import GrammarError
+from . import guard
 from .exits import EXIT_OK
 from .optimize import SCHEMA, add_converter_argument, is_schema, schema_grammar
 
@@ -15,6 +16,7 @@ HELP = "sizes, kappa, structural findings and ambiguity warnings"
 
 def add_arguments(p) -> None:
     p.add_argument("file")
+    guard.add_arguments(p)
     p.add_argument("--dialect", choices=DIALECTS + (SCHEMA,), help="override the dialect from the extension")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--start", help="start rule (default: the dialect's; a Lark file without one is "

@@ -6,6 +6,7 @@ the dialect asked for (default: the converter's)."""
 from __future__ import annotations
 
 from ..formats import DIALECTS, WRITABLE, check_output, output_dialect, read, write, write_file
+from . import guard
 from .exits import EXIT_OK
 from .optimize import SCHEMA, add_converter_argument, is_schema, schema_grammar
 
@@ -14,6 +15,7 @@ HELP = "read a grammar and write it in another dialect"
 
 def add_arguments(p) -> None:
     p.add_argument("file")
+    guard.add_arguments(p)
     p.add_argument("-o", "--output", default="-", help="output file ('-' = stdout, the default)")
     p.add_argument("--dialect", choices=DIALECTS + (SCHEMA,), help="input dialect (default: from the extension)")
     p.add_argument("--to", choices=WRITABLE, help="output dialect (default: the input's)")

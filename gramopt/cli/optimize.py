@@ -23,6 +23,8 @@ import sys
 from .. import targets
 from ..formats import DIALECTS, EXTENSIONS, WRITABLE, check_output, read, read_text, write, write_file
 from ..grammar import GrammarError
+from ..stage import stage
+from . import guard
 from .exits import EXIT_CHANGED, EXIT_OK, EXIT_UNSOUND
 
 HELP = "optimize a grammar (or a folder of grammars)"
@@ -62,6 +64,15 @@ def add_arguments(o) -> None:
                    help="content-addressed cache of a batch (default OUTDIR/.gramopt-cache; a shared "
                         "folder serves every worker and rerun)")
     o.add_argument("-q", "--quiet", action="store_true", help="no progress bar for a batch")
+    guard.add_arguments(o)
+    o.add_argument("--max-nodes", type=int, metavar="N",
+                   help="work limit: e-nodes of one saturation (default: egraph.Limits.nodes); a larger "
+                        "grammar is not lowered into the e-graph, and saturation stops at it")
+    o.add_argument("--max-iterations", type=int, metavar="N",
+                   help="work limit: saturation iterations (default: egraph.Limits.iterations)")
+    o.add_argument("--max-verify-work", type=int, metavar="N",
+                   help="work limit of the language check, in Earley steps (default: verify.Bounds.max_work); "
+                        "when spent, the input is written unchanged and the stop reason printed")
 
 
 def run(args) -> int:
@@ -70,6 +81,10 @@ def run(args) -> int:
                    dialect=args.dialect, start=args.start, strict=args.strict)
     if args.fast:  # only when asked: the batch cache key of a default run stays what it was
         options["fast"] = True
+    for name in WORK_LIMITS:
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    work_limits(**{k: options.get(k) for k in WORK_LIMITS})  # bad values: exit 2 before any work
     if args.cost_model:
         if not os.path.exists(args.cost_model):
             raise GrammarError("no such cost model file or folder", path=args.cost_model)
@@ -85,6 +100,23 @@ def run(args) -> int:
         raise GrammarError("--scheduler runs a batch: give a folder or a JSONL file", path=args.input)
     return optimize_file(args.input, args.output, report=args.report, as_json=args.json,
                          check=args.check, diff=args.diff, **options)
+
+
+WORK_LIMITS = ("max_nodes", "max_iterations", "max_verify_work")  # options that shape the output
+
+
+def work_limits(max_nodes: int | None = None, max_iterations: int | None = None,
+                max_verify_work: int | None = None) -> dict:
+    """``passes.optimize``'s ``limits`` (the e-graph's) and ``bounds`` (the language check's)
+    for the work limits given on the command line (None: the default)."""
+    for name, value in (("max-nodes", max_nodes), ("max-iterations", max_iterations),
+                        ("max-verify-work", max_verify_work)):
+        if value is not None and value < 0:
+            raise GrammarError(f"--{name} must not be negative (got {value})")
+    from ..egraph import Limits
+    from ..verify import Bounds
+    lim = Limits(**{k: v for k, v in (("nodes", max_nodes), ("iterations", max_iterations)) if v is not None})
+    return {"limits": lim, "bounds": Bounds(max_work=max_verify_work) if max_verify_work is not None else None}
 
 
 def is_schema(path: str, dialect: str | None) -> bool:
@@ -135,14 +167,16 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
     from ..passes import optimize
     converter = None
     target = options.get("target", targets.DEFAULT)
-    if is_schema(path, dialect):
-        grammar, converter = schema_grammar(path, target)
-        original = write(grammar)
-    else:
-        grammar = read(path, dialect, start)
-        original = read_text(path, dialect)
+    limits = work_limits(**{k: options.pop(k, None) for k in WORK_LIMITS})
+    with stage("reading"):
+        if is_schema(path, dialect):
+            grammar, converter = schema_grammar(path, target)
+            original = write(grammar)
+        else:
+            grammar = read(path, dialect, start)
+            original = read_text(path, dialect)
     try:
-        result = optimize(grammar, **options)
+        result = optimize(grammar, **options, **limits)
     except ValueError as e:  # an unknown pass or target name
         raise GrammarError(str(e), path=path) from None
     except GrammarError as e:  # e.g. repetitions too large to expand
@@ -162,7 +196,7 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
 
 def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start=None, target=targets.DEFAULT,
                   passes=None, verify=True, report=False, as_json=False, check=False,
-                  diff=False, strict=False, cost_model=None, fast=False) -> int:
+                  diff=False, strict=False, cost_model=None, fast=False, **work) -> int:
     from ..passes import OptimizationError
     if output:
         check_output(output, path)  # before the work: a missing or read-only folder, the input itself
@@ -172,13 +206,15 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start
     try:
         original, text, result, converter = optimize_text(path, dialect, to, output, start, strict,
                                                           target=target, passes=passes, verify=verify,
-                                                          cost_model=cost_model, fast=fast)
+                                                          cost_model=cost_model, fast=fast, **work)
     except OptimizationError as e:
         print(e.user_message(path), file=sys.stderr)
         return EXIT_UNSOUND
     info = sys.stderr if output == "-" else sys.stdout
     for w in result.report.warnings:
         print(f"{path}: warning: {w}", file=sys.stderr)
+    for w in result.report.stops:  # a work limit cut a stage short: always said, with its fallback
+        print(f"{path}: note: {w}", file=sys.stderr)
     if report or as_json:  # after optimization: does the grammar stay ambiguous? (gramopt.summary)
         from ..summary import ambiguity_note, sac_growth
         result.report.sac_growth = sac_growth(result.grammar)
@@ -199,7 +235,8 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start
         sys.stdout.writelines(difflib.unified_diff(original.splitlines(True), text.splitlines(True),
                                                    path, out_name))
     if output:
-        write_file(output, text)
+        with stage("writing"):
+            write_file(output, text)
     if check and text != original:
         print(f"{path}: would change", file=sys.stderr)
         return EXIT_CHANGED

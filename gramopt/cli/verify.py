@@ -24,6 +24,8 @@ import os
 import sys
 import time
 
+from ..stage import stage
+from . import guard
 from .exits import EXIT_OK, EXIT_UNSOUND
 
 HELP = "check an optimized grammar against its original (language, or lockstep decoding with --decode)"
@@ -61,6 +63,10 @@ def add_arguments(p) -> None:
                    help="torch CPU threads on --device cpu (default 1: the other core computes masks)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    p.add_argument("--max-work", type=int, metavar="N",
+                   help="work limit of the language check, in Earley steps (default: Bounds().max_work); "
+                        "when spent the check says so and what it covered")
+    guard.add_arguments(p)
 
 
 def _oracle_names(args) -> tuple[str, ...]:
@@ -149,9 +155,14 @@ def optimized_engine_errors(report) -> list[str]:
 
 def _language_check(args, original, optimized, out=None) -> int:
     out = out or sys.stdout
-    from ..verify import check_equivalence
+    from ..verify import Bounds, check_equivalence
+    if args.max_work is not None and args.max_work < 0:
+        from ..grammar import GrammarError
+        raise GrammarError(f"--max-work must not be negative (got {args.max_work})")
     try:
-        res = check_equivalence(original, optimized)
+        with stage("verification"):
+            res = check_equivalence(original, optimized,
+                                    Bounds() if args.max_work is None else Bounds(max_work=args.max_work))
     except ValueError as e:  # e.g. a Lark grammar against a byte grammar
         from ..grammar import GrammarError
         raise GrammarError(str(e)) from None

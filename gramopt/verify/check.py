@@ -28,7 +28,7 @@ from .derivations import derivation_check
 from .enumeration import enumerate_check
 from .reference import Recognizer
 from .regular import exact_check
-from .result import Bounds, Counterexample, VerifyResult
+from .result import Bounds, Counterexample, VerifyResult, WorkBudget, WorkBudgetSpent
 from .symbols import grammar_atoms, is_lark
 
 METHODS = {
@@ -39,14 +39,17 @@ METHODS = {
 }
 
 
-def recognizers(original: Grammar, candidate: Grammar) -> tuple[Recognizer, Recognizer]:
-    """Reference recognizers of both grammars over one alphabet (bytes, or shared atoms)."""
+def recognizers(original: Grammar, candidate: Grammar,
+                budget: WorkBudget | None = None) -> tuple[Recognizer, Recognizer]:
+    """Reference recognizers of both grammars over one alphabet (bytes, or shared atoms),
+    drawing on one work budget."""
     if is_lark(original) != is_lark(candidate):
         raise ValueError("cannot compare a Lark grammar (terminal atoms) with a byte grammar")
+    budget = budget or WorkBudget(None)
     if not is_lark(original):
-        return Recognizer(original), Recognizer(candidate)
+        return Recognizer(original, budget=budget), Recognizer(candidate, budget=budget)
     atoms = tuple(dict.fromkeys((*grammar_atoms(original), *grammar_atoms(candidate))))
-    return Recognizer(original, atoms), Recognizer(candidate, atoms)
+    return Recognizer(original, atoms, budget=budget), Recognizer(candidate, atoms, budget=budget)
 
 
 def check_equivalence(original: Grammar, candidate: Grammar, bounds: Bounds = Bounds(),
@@ -58,14 +61,21 @@ def check_equivalence(original: Grammar, candidate: Grammar, bounds: Bounds = Bo
         if problem:
             stats["lexer"] = problem
             return VerifyResult(False, None, stats)
-    a, b = recognizers(original, candidate)
+    budget = WorkBudget(bounds.max_work)
+    a, b = recognizers(original, candidate, budget)
     for name in methods:
-        cex, stats[name] = METHODS[name](a, b, bounds)
+        try:
+            cex, stats[name] = METHODS[name](a, b, bounds)
+        except WorkBudgetSpent:  # deterministic: the same grammars stop at the same step
+            stats[name] = {"work_spent": True, "exact": False, "bound_met": False}
+            stats["work_spent"] = name
+            break
         if stats[name].get("safety_limit"):
             stats["safety_limit"] = name  # the verdict is not to be trusted: the caller refuses
         if cex is not None:
             stats["seconds"] = round(time.perf_counter() - t0, 4)
             return VerifyResult(False, confirm(a, b, cex), stats)
+    stats["work"] = budget.spent
     stats["seconds"] = round(time.perf_counter() - t0, 4)
     return VerifyResult(True, None, stats)
 

@@ -36,9 +36,11 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from ..grammar import Grammar
+from .result import WorkBudget
 from .symbols import Compiled, compile_grammar, symbol_classes
 
 Item = tuple  # (suffix id, origin: State | None)
+_SPEND_EVERY = 1 << 14  # agenda steps between two reports to the work budget
 
 
 class Suffixes:
@@ -112,7 +114,9 @@ class Recognizer:
     input is a sequence of atom ids, ``atoms[i]`` being atom i; pass ``atoms`` to extend a
     shared table (two grammars compared symbol by symbol)."""
 
-    def __init__(self, grammar: Grammar | Compiled, atoms: tuple | None = None, leo: bool = True):
+    def __init__(self, grammar: Grammar | Compiled, atoms: tuple | None = None, leo: bool = True,
+                 budget: WorkBudget | None = None):
+        self.budget = budget if budget is not None else WorkBudget(None)
         self.g = grammar if isinstance(grammar, Compiled) else compile_grammar(grammar, atoms)
         self.atoms = self.g.atoms
         self.alphabet = self.g.alphabet
@@ -190,8 +194,13 @@ class Recognizer:
         accepting = False
         agenda = list(kernel)
         agenda.reverse()
+        budget, work = self.budget, 0
         while agenda:
             item = agenda.pop()
+            work += 1
+            if work == _SPEND_EVERY:  # a single set can take millions of steps (ambiguity)
+                budget.spend(work)
+                work = 0
             if item in items or item in done:
                 continue
             k, o = item
@@ -217,6 +226,7 @@ class Recognizer:
             waiting[s].append(item)
             if nullable[s]:
                 agenda.append(self._item(rest[k], o))
+        budget.spend(work)
         key = (frozenset(items), accepting)
         state = self._interned.get(key)
         if state is None:

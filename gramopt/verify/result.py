@@ -13,6 +13,32 @@ from dataclasses import dataclass, field
 from .symbols import atom_text
 
 
+class WorkBudgetSpent(Exception):
+    """A check's work budget (``Bounds.max_work``) ran out; ``spent`` is what was used."""
+
+    def __init__(self, spent: int):
+        super().__init__(f"work budget spent ({spent:,} Earley agenda steps)")
+        self.spent = spent
+
+
+class WorkBudget:
+    """The work of the reference recognizers of one check, in agenda steps (one unit: an
+    Earley item taken off a set's agenda while the set is built, duplicates included), shared by both recognizers and every
+    method; ``spend`` raises ``WorkBudgetSpent`` once past ``limit`` (None: no limit). The
+    count depends only on the grammars and the bounds, so a check stops at the same place
+    on every machine."""
+
+    __slots__ = ("limit", "spent")
+
+    def __init__(self, limit: int | None):
+        self.limit, self.spent = limit, 0
+
+    def spend(self, n: int) -> None:
+        self.spent += n
+        if self.limit is not None and self.spent > self.limit:
+            raise WorkBudgetSpent(self.spent)
+
+
 @dataclass(frozen=True)
 class Bounds:
     """Bounds of the checks, all in work units, so a verdict never depends on the machine's
@@ -29,6 +55,9 @@ class Bounds:
     max_depth     derivation depth after which derivations take shortest completions
     max_dfa_states  subset-construction cap of the exact (regular) check (pairs of states)
     seed          random derivations are reproducible
+    max_work      Earley agenda steps of the reference recognizers over the whole check
+                  (``WorkBudget``); when spent the check stops, deterministically, and says
+                  so (``stats["work_spent"]``): no difference found, bounds not met
     safety_seconds  outer safety limit of the whole check: when hit the check stops and says
                   so (``VerifyResult.stats["safety_limit"]``); ``gramopt.passes`` then refuses
                   to emit rather than emit something less checked
@@ -42,6 +71,7 @@ class Bounds:
     max_depth: int = 24
     max_dfa_states: int = 20_000
     seed: int = 0
+    max_work: int | None = 10_000_000  # 2x the corpus maximum (SMILES_acrylates: 4.8M)
     safety_seconds: float = 120.0
 
     def deadline(self, t0: float) -> float:
@@ -112,7 +142,10 @@ class VerifyResult:
 
     def __str__(self) -> str:
         head = "equivalent" if self.ok else f"DIFFERENT: {self.counterexample}"
-        if self.ok and any(isinstance(s, dict) and s.get("exact") for s in self.stats.values()):
+        if self.ok and self.stats.get("work_spent"):
+            head = (f"no difference found before the work budget ran out (in {self.stats['work_spent']}, "
+                    f"{self.stats.get('work', 0):,} steps): the bounds were not met")
+        elif self.ok and any(isinstance(s, dict) and s.get("exact") for s in self.stats.values()):
             head = "equivalent (proved exactly)"
         elif self.ok:
             head = "no difference found within the bounds"
