@@ -10,6 +10,7 @@ and imports its heavy dependencies (egglog, numba, torch) inside ``run``. Exit s
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 
@@ -44,6 +45,10 @@ def _written(e: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # A grammar's IR and the verifier's states are many small long-lived objects: with the
+    # default threshold (700 allocations) the collector rescans them all the time (a
+    # 50,000-word enum: 30% of its time). Reference cycles are rare here; they are still freed.
+    gc.set_threshold(50_000, 20, 20)
     debug = bool(os.environ.get("GRAMOPT_DEBUG"))
     try:
         with guarded(getattr(args, "max_seconds", None), getattr(args, "max_memory", None)):

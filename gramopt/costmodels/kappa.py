@@ -71,10 +71,23 @@ def kappa(grammar: Grammar) -> int:
     return kappa_of_bnf(lower(grammar))
 
 
-def expr_syms(e, lark: bool = False) -> tuple[int, int]:
+def expr_syms(e, lark: bool = False, memo: dict | None = None) -> tuple[int, int]:
     """(symbols ``e`` puts on the right-hand side it sits in, states of the helper
     nonterminals it creates) under the canonical lowering (``gramopt.grammar.bnf``), read
-    from the table above."""
+    from the table above. ``memo`` (a dict the caller keeps for a while) remembers composite
+    nodes by identity — each entry holds its node, so an id is never reused while it is in
+    the memo — for a caller that scores nested pieces again and again (factoring's trie)."""
+    if memo is None or not isinstance(e, (Seq, Alt, Repeat)):
+        return _expr_syms(e, lark, memo)
+    hit = memo.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    out = _expr_syms(e, lark, memo)
+    memo[id(e)] = (e, out)
+    return out
+
+
+def _expr_syms(e, lark: bool, memo: dict | None) -> tuple[int, int]:
     if isinstance(e, Epsilon):
         return 0, 0
     if isinstance(e, Literal):
@@ -82,13 +95,13 @@ def expr_syms(e, lark: bool = False) -> tuple[int, int]:
     if isinstance(e, Seq):
         n = h = 0
         for i in e.items:
-            a, b = expr_syms(i, lark)
+            a, b = expr_syms(i, lark, memo)
             n, h = n + a, h + b
         return n, h
     if isinstance(e, Alt):
-        return alt_kappa(expr_syms(i, lark) for i in e.items)
+        return alt_kappa(expr_syms(i, lark, memo) for i in e.items)
     if isinstance(e, Repeat):
-        x, h = expr_syms(e.item, lark)
+        x, h = expr_syms(e.item, lark, memo)
         return repeat_kappa(x, e.min, e.max, h)
     return 1, 0
 

@@ -133,6 +133,7 @@ def coverage_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
 
     streams = [(0, coverage_sentences(a.g, min), b), (1, coverage_sentences(b.g, min), a),
                (0, coverage_sentences(a.g, max), b), (1, coverage_sentences(b.g, max), a)]
+    checked: tuple[set, set] = (set(), set())  # a sentence both spellings give (no class on it) is checked once
     while streams:
         for entry in list(streams):
             side, it, dst = entry
@@ -144,6 +145,9 @@ def coverage_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
                 stats["safety_limit"] = True
                 return done()
             stats["covered"][side] += 1
+            if w in checked[side]:
+                continue
+            checked[side].add(w)
             if not dst.accepts(w):
                 data = tuple(w) if a.atoms is not None else bytes(w)
                 return done(Counterexample(data, "string", side == 0, side == 1, METHOD, a.atoms))

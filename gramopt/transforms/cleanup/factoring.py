@@ -25,6 +25,7 @@ with ``-> alias`` names is left alone (the aliases name its alternatives).
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 from typing import Callable
 
 from ...costmodels.kappa import expr_syms, rule_kappa
@@ -36,13 +37,22 @@ MAX_TRIE_LEVELS = (MAX_PASS_DEPTH - 8) // 2  # each level nests a sequence and a
 Unit = tuple[Expr, int]  # an item (or one code point of a literal) and the item it came from
 
 
+@lru_cache(maxsize=4096)
+def _code_point(c: str) -> Literal:
+    """The one-code-point literal of ``c`` (shared: a trie level splits every member anew)."""
+    return Literal(c)
+
+
 def units(e: Expr, split_literals: bool) -> list[Unit]:
     """The units of one alternative: its items, literals cut into code points if asked."""
     items = e.items if isinstance(e, Seq) else () if isinstance(e, Epsilon) else (e,)
     out: list[Unit] = []
     for k, item in enumerate(items):
         if split_literals and isinstance(item, Literal):
-            out.extend((Literal(c), k) for c in item.text)
+            if len(item.text) == 1:
+                out.append((item, k))
+            else:
+                out.extend([(_code_point(c), k) for c in item.text])
         else:
             out.append((item, k))
     return out
@@ -73,9 +83,9 @@ def _common(seqs: list[list[Unit]], from_end: bool) -> int:
     return n
 
 
-def _cost(member: Expr, lark: bool) -> int:
+def _cost(member: Expr, lark: bool, memo: dict) -> int:
     """κ of one alternative as a production: its symbols, its end state, its helpers."""
-    n, h = expr_syms(member, lark)
+    n, h = expr_syms(member, lark, memo)
     return n + 1 + h
 
 
@@ -88,13 +98,14 @@ def _repeat_coef(e: Repeat, coef: int) -> int:
     return lo * coef + (hi - lo)
 
 
-def _factor_alt(e: Alt, coef: int, lark: bool, split: bool, at_top: bool, levels: int) -> Expr:
+def _factor_alt(e: Alt, coef: int, lark: bool, split: bool, at_top: bool, levels: int, memo: dict) -> Expr:
     """``e`` with every κ-lowering prefix factoring, then every suffix factoring, applied
     group by group. κ is linear in the pieces of ``e``: an alternative costs ``_cost`` in
     the production it forms, and a symbol ``e`` puts in its parent's right-hand side costs
     ``coef``; so factoring one group of members changes κ by the group's own figures, and
     groups are independent. The remainders of a factored group are factored the same way
-    (a trie, built in one pass), at most ``levels`` deep."""
+    (a trie, built in one pass), at most ``levels`` deep. ``memo``: ``expr_syms``'s, so each
+    piece of the trie is scored once, not once per level above it."""
     if levels <= 0:
         return e
     for from_end in (False, True):
@@ -120,15 +131,16 @@ def _factor_alt(e: Alt, coef: int, lark: bool, split: bool, at_top: bool, levels
                 shared = join(us[idx[0]][:n])
                 inner = alt(*(join(us[i][n:]) for i in idx))
             if isinstance(inner, Alt):
-                inner = _factor_alt(inner, coef if whole and not at_top else 1, lark, split, False, levels - 1)
+                inner = _factor_alt(inner, coef if whole and not at_top else 1, lark, split, False, levels - 1,
+                                    memo)
             f = seq(inner, shared) if from_end else seq(shared, inner)
             if whole and not at_top:  # e itself becomes f in its parent's right-hand side
-                fn, fh = expr_syms(f, lark)
-                before = coef + 2 + sum(_cost(m, lark) for m in members)
+                fn, fh = expr_syms(f, lark, memo)
+                before = coef + 2 + sum(_cost(m, lark, memo) for m in members)
                 after = coef * fn + fh
             else:
-                before = sum(_cost(members[i], lark) for i in idx)
-                after = _cost(f, lark)
+                before = sum(_cost(members[i], lark, memo) for i in idx)
+                after = _cost(f, lark, memo)
             if after < before:
                 replaced[idx[0]] = f
                 dropped.update(idx[1:])
@@ -137,30 +149,48 @@ def _factor_alt(e: Alt, coef: int, lark: bool, split: bool, at_top: bool, levels
     return e
 
 
-def _factor(e: Expr, coef: int, lark: bool, split: bool, at_top: bool, top_ok: bool) -> Expr:
+def _factor(e: Expr, coef: int, lark: bool, split: bool, at_top: bool, top_ok: bool, memo: dict) -> Expr:
     """``e`` with κ-lowering factorings applied, children first; a symbol ``e`` puts on
     its right-hand side counts ``coef`` times in κ."""
     if isinstance(e, Seq):
-        e = seq(*(_factor(i, coef, lark, split, False, top_ok) for i in e.items))
+        e = seq(*(_factor(i, coef, lark, split, False, top_ok, memo) for i in e.items))
     elif isinstance(e, Alt):
-        e = alt(*(_factor(i, 1, lark, split, False, top_ok) for i in e.items))
+        e = alt(*(_factor(i, 1, lark, split, False, top_ok, memo) for i in e.items))
     elif isinstance(e, Repeat):
-        e = Repeat(_factor(e.item, _repeat_coef(e, coef), lark, split, False, top_ok), e.min, e.max)
+        e = Repeat(_factor(e.item, _repeat_coef(e, coef), lark, split, False, top_ok, memo), e.min, e.max)
     if isinstance(e, Alt) and (top_ok or not at_top):
-        e = _factor_alt(e, coef, lark, split, at_top, MAX_TRIE_LEVELS)
+        e = _factor_alt(e, coef, lark, split, at_top, MAX_TRIE_LEVELS, memo)
     return e
 
 
 def _rule(rule: Rule, dialect: str) -> Rule:
     lark = dialect == "lark"
-    body = _factor(rule.body, 1, lark, not lark, True, not has_aliases(rule))
+    body = _factor(rule.body, 1, lark, not lark, True, not has_aliases(rule), {})
     if body == rule.body or rule_kappa(replace(rule, body=body), dialect) >= rule_kappa(rule, dialect):
         return rule
     return replace(rule, body=body)
 
 
+_MEMO: dict[tuple[Rule, str], Rule] = {}  # (rule, dialect) -> _rule's result; insertion order
+_MEMO_SIZE = 256
+
+
+def _rule_memo(rule: Rule, dialect: str) -> Rule:
+    """``_rule`` remembered for the last ``_MEMO_SIZE`` rules: the pipeline runs this pass
+    again on its own output (its fixpoint, the clean-up rounds, the pipeline's fixpoint),
+    and a 50,000-word enum took a second per run. ``_rule`` is a pure function of the rule
+    and the dialect, so a remembered result is the result."""
+    key = (rule, dialect)
+    out = _MEMO.get(key)
+    if out is None:
+        out = _MEMO[key] = _rule(rule, dialect)
+        while len(_MEMO) > _MEMO_SIZE:
+            del _MEMO[next(iter(_MEMO))]
+    return out
+
+
 def _factor_once(grammar: Grammar) -> Grammar:
-    return map_rules(grammar, lambda r: _rule(r, grammar.dialect))
+    return map_rules(grammar, lambda r: _rule_memo(r, grammar.dialect))
 
 
 def factor_alternatives(grammar: Grammar) -> Grammar:
