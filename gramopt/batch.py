@@ -11,8 +11,9 @@ Workers are spawned processes (``ProcessPoolExecutor``), or with ``scheduler="tc
 the workers of an existing Dask cluster (``distributed.Client``; ``pip install distributed``).
 
 The cache is content-addressed: an item's key is the SHA-256 of its input text, its kind,
-the options that shape the output and gramopt's version; ``CACHE/<key[:2]>/<key>`` holds the
-output text. The client looks it up before submitting (a hit is written out and counted as
+the options that shape the output (work limits included), the cost model's own hash and
+gramopt's version; ``CACHE/<key[:2]>/<key>`` holds the output text with its SHA-256, checked
+on every read (a bad entry is ignored with a warning: ``cache_get``). The client looks it up before submitting (a hit is written out and counted as
 *cached*) and workers look it up again and store what they compute, so a cache folder on a
 shared file system serves every worker, machine and rerun — a rerun with nothing changed
 optimizes nothing. Default: ``OUTDIR/.gramopt-cache``. Entries are written atomically (temp
@@ -144,21 +145,56 @@ def cache_path(cache_dir: str, key: str) -> str:
     return os.path.join(cache_dir, key[:2], key)
 
 
+CACHE_FORMAT = 1
+
+
 def cache_get(cache_dir: str | None, key: str) -> str | None:
+    """The output text cached under ``key``, or None. An entry is JSON
+    ``{"format", "key", "sha256", "text"}``; one of another shape, for another key, or whose
+    text does not hash to its ``sha256`` (edited, truncated, another version's) is ignored
+    with a warning on stderr, and the item is optimized again (and the entry replaced)."""
     if not cache_dir:
         return None
+    path = cache_path(cache_dir, key)
     try:
-        with open(cache_path(cache_dir, key), encoding="utf-8", newline="") as f:
-            return f.read()
+        with open(path, encoding="utf-8", newline="") as f:
+            raw = f.read()
     except OSError:
         return None
+    except UnicodeDecodeError:
+        raw = None
+    why = _bad_entry(raw, key)
+    if why is None:
+        return json.loads(raw)["text"]
+    print(f"{path}: warning: ignoring a bad cache entry ({why}); optimizing again", file=sys.stderr)
+    return None
+
+
+def _bad_entry(raw: str | None, key: str) -> str | None:
+    """Why ``raw`` is not a valid cache entry for ``key``, or None when it is."""
+    if raw is None:
+        return "not UTF-8"
+    try:
+        entry = json.loads(raw)
+    except ValueError:
+        return "not JSON"
+    if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT or \
+            not all(isinstance(entry.get(k), str) for k in ("key", "sha256", "text")):
+        return "not a gramopt cache entry"
+    if entry["key"] != key:
+        return "stored under another key"
+    if hashlib.sha256(entry["text"].encode("utf-8")).hexdigest() != entry["sha256"]:
+        return "its text does not match its SHA-256"
+    return None
 
 
 def cache_put(cache_dir: str | None, key: str, text: str) -> None:
     if cache_dir:
+        entry = {"format": CACHE_FORMAT, "key": key,
+                 "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "text": text}
         try:
             os.makedirs(os.path.dirname(cache_path(cache_dir, key)), exist_ok=True)
-            write_file(cache_path(cache_dir, key), text)
+            write_file(cache_path(cache_dir, key), json.dumps(entry, ensure_ascii=False))
         except (OSError, GrammarError):
             pass  # a read-only or vanished cache only costs the reuse
 
@@ -271,19 +307,27 @@ def run_batch(items: list[Item], options: dict, *, workers: int = 0, scheduler: 
           f"{len(todo)} to optimize" + (f" on {where}" if todo else ""), file=sys.stderr)
     bar = Progress(len(items), enabled=progress)
     worst = EXIT_OK
-    for it, r in results:
-        worst = max(worst, _finish(it, r, bar))
+    written = [0]
     by_name = {it.name: it for it in todo}
-    for r in _schedule(todo, options, workers, scheduler, cache_dir):
-        worst = max(worst, _finish(by_name[r["name"]], r, bar))
+    running = _schedule(todo, options, workers, scheduler, cache_dir)
+    try:
+        for it, r in results:
+            worst = max(worst, _finish(it, r, bar, written))
+        for r in running:
+            worst = max(worst, _finish(by_name[r["name"]], r, bar, written))
+    except BaseException as e:  # Ctrl-C, a safety limit: every worker is stopped first
+        running.close()
+        e.written = written[0]  # what the client wrote: only it writes outputs (gramopt.cli reports it)
+        raise
     return worst
 
 
-def _finish(it: Item, r: dict, bar: Progress) -> int:
+def _finish(it: Item, r: dict, bar: Progress, written: list) -> int:
     if r["code"] == EXIT_OK:
         os.makedirs(os.path.dirname(os.path.abspath(it.dst)), exist_ok=True)
         if not (os.path.exists(it.dst) and _same(it.dst, r["text"])):
             write_file(it.dst, r["text"])
+            written[0] += 1
     bar.update(it.name, r["code"], r["cached"], f"{r['message']} ({r['seconds']:.2f} s)")
     return r["code"]
 
@@ -307,10 +351,34 @@ def _schedule(todo: list[Item], options: dict, workers: int, scheduler: str | No
     from concurrent.futures import ProcessPoolExecutor, as_completed
     n = max(1, min(workers or os.cpu_count() or 1, len(todo)))
     # spawn, not fork: egglog and numba start threads, and a forked child can deadlock on their locks
-    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_worker_init)
+    try:
         futures = [pool.submit(optimize_item, asdict(it), options, cache_dir) for it in todo]
         for fut in as_completed(futures):
             yield fut.result()
+    except BaseException:
+        _stop_workers(pool)  # Ctrl-C or a safety limit: no worker goes on after the client stops
+        raise
+    pool.shutdown(wait=True)
+
+
+def _worker_init() -> None:
+    """A worker leaves Ctrl-C to the client, which stops every worker (``_stop_workers``):
+    one message, no traceback per worker."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_workers(pool) -> None:
+    """End every worker process of ``pool`` now (queued items are cancelled). Workers write
+    only cache entries, atomically, so an ended one leaves no partial file."""
+    processes = list(getattr(pool, "_processes", {}).values())  # the executor has no public terminate
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        p.terminate()
+    for p in processes:
+        p.join(timeout=5)
 
 
 def _on_dask(todo: list[Item], options: dict, scheduler: str, cache_dir):
@@ -325,7 +393,11 @@ def _on_dask(todo: list[Item], options: dict, scheduler: str, cache_dir):
     try:
         futures = [client.submit(optimize_item, asdict(it), options, cache_dir, pure=False, key=f"gramopt-{i}-{it.name}")
                    for i, it in enumerate(todo)]
-        for fut in as_completed(futures):
-            yield fut.result()
+        try:
+            for fut in as_completed(futures):
+                yield fut.result()
+        except BaseException:
+            client.cancel(futures)  # stopped: the cluster drops what was not done
+            raise
     finally:
         client.close()

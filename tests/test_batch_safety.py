@@ -1,0 +1,109 @@
+"""Folder mode under hostile conditions (issue 13): bad cache entries are ignored with a
+warning, hand-edited outputs are repaired, the cache key holds every output-shaping option,
+and an interrupted batch stops every worker and says truthfully what it wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gramopt.batch import Item, cache_get, cache_path, cache_put, item_key
+from gramopt.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+GRAMMAR = 'root ::= "ab" | "ac"\n'
+
+
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "g.gbnf").write_text(GRAMMAR, encoding="utf-8")
+    return src
+
+
+def entries(cache: Path) -> list[Path]:
+    return [p for p in cache.rglob("*") if p.is_file() and not p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("bad", ['[1, 2, 3]', '{"text": 42}', "not json at all", "\udcff"])
+def test_a_bad_cache_entry_is_ignored_with_a_warning(folder, tmp_path, capsys, bad):
+    out = tmp_path / "out"
+    assert main(["optimize", str(folder), "-o", str(out), "-q", "-j", "1"]) == 0
+    good = (out / "g.gbnf").read_text(encoding="utf-8")
+    (entry,) = entries(out / ".gramopt-cache")
+    entry.write_bytes(bad.encode("utf-8", "surrogateescape"))
+    capsys.readouterr()
+    assert main(["optimize", str(folder), "-o", str(out), "-q", "-j", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: ignoring a bad cache entry" in err and "internal error" not in err
+    assert (out / "g.gbnf").read_text(encoding="utf-8") == good
+    assert json.loads(entry.read_text(encoding="utf-8"))["text"] == good  # the entry was replaced
+
+
+def test_a_tampered_cache_entry_fails_its_hash(tmp_path, capsys):
+    key = "ab" * 32
+    cache_put(str(tmp_path), key, 'root ::= "a"\n')
+    assert cache_get(str(tmp_path), key) == 'root ::= "a"\n'
+    path = Path(cache_path(str(tmp_path), key))
+    entry = json.loads(path.read_text(encoding="utf-8"))
+    entry["text"] = 'root ::= "b"\n'  # an edit that keeps the shape
+    path.write_text(json.dumps(entry), encoding="utf-8")
+    assert cache_get(str(tmp_path), key) is None
+    assert "does not match its SHA-256" in capsys.readouterr().err
+    cache_put(str(tmp_path), "cd" * 32, "x")
+    os.replace(cache_path(str(tmp_path), "cd" * 32), path)  # an entry moved under another key
+    assert cache_get(str(tmp_path), key) is None
+    assert "stored under another key" in capsys.readouterr().err
+
+
+def test_a_hand_edited_output_is_repaired(folder, tmp_path):
+    out = tmp_path / "out"
+    assert main(["optimize", str(folder), "-o", str(out), "-q", "-j", "1"]) == 0
+    good = (out / "g.gbnf").read_text(encoding="utf-8")
+    (out / "g.gbnf").write_text('root ::= "hacked"\n', encoding="utf-8")
+    assert main(["optimize", str(folder), "-o", str(out), "-q", "-j", "1"]) == 0
+    assert (out / "g.gbnf").read_text(encoding="utf-8") == good
+
+
+def test_the_cache_key_holds_the_work_limits():
+    item = Item("a.gbnf", "gbnf", GRAMMAR, "a.gbnf", 0, "out/a.gbnf")
+    base = item_key(item, {"target": "generic"})
+    for option in ("max_nodes", "max_iterations", "max_verify_work"):
+        assert item_key(item, {"target": "generic", option: 7}) != base
+    assert item_key(item, {"target": "generic", "max_seconds": 7}) == base  # a safety limit shapes nothing
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_worker_and_reports_what_was_written(tmp_path):
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    fast = 'root ::= "a" | "b"\n'
+    slow = 'root ::= ((("a"{0,60}){0,60}){0,60})\n'  # seconds of verification each
+    (src / "a0.gbnf").write_text(fast, encoding="utf-8")
+    for k in range(6):
+        (src / f"b{k}.gbnf").write_text(slow.replace('"a"', f'"a{k}"'), encoding="utf-8")
+    p = subprocess.Popen([sys.executable, "-m", "gramopt.cli", "optimize", str(src), "-o", str(out), "-j", "2"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (out / "a0.gbnf").exists() and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.1)
+    assert (out / "a0.gbnf").exists()
+    os.killpg(p.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group, as on a terminal
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    written = sorted(q.name for q in out.glob("*.gbnf"))
+    assert f"gramopt: interrupted; {len(written)} output(s) were written before it stopped" in err
+    assert "Traceback" not in err
+    time.sleep(3)  # no worker goes on writing after the client has stopped
+    assert sorted(q.name for q in out.glob("*.gbnf")) == written
+    with pytest.raises(ProcessLookupError):
+        os.killpg(p.pid, 0)  # every process of the group (the workers) is gone
