@@ -65,14 +65,14 @@ def run(args) -> int:
     from ..runtime import Matcher, RuntimeGrammarError
     from ..runtime.decode import resolve_device
     from ..sampling import ExactTooLarge, decode, make_estimator
-    from .verify import _model, _vocab
+    from .verify import _model, _sample_texts, _vocab
 
     grammar = read(args.grammar, args.dialect, args.start)
     vocab = _vocab(args.vocab)
     if not vocab.eos_ids:
         raise GrammarError(f"the vocabulary '{args.vocab}' has no stop token")
     args.original = args.grammar  # _model's default sample texts: GRAMMAR's STEM.sample*.txt
-    model, model_name = _model(args, vocab, resolve_device("cpu"))
+    model, model_name = _model(args, vocab, resolve_device("cpu"), _sample_texts(args))
     try:
         Matcher(grammar, vocab)
     except RuntimeGrammarError as e:

@@ -52,8 +52,11 @@ def add_arguments(p) -> None:
     p.add_argument("--min-tokens", type=int, default=32,
                    help="block the stop token before this many tokens when anything else is allowed (default 32)")
     p.add_argument("--samples", nargs="*",
-                   help="texts whose token frequencies bias the tiny model (default: ORIGINAL's "
-                        "STEM.sample*.txt beside it)")
+                   help="texts whose token frequencies bias the tiny model, each also spelled token by "
+                        "token as a trajectory (default: ORIGINAL's STEM.sample*.txt beside it)")
+    p.add_argument("--sentences", type=int, default=8,
+                   help="sentences derived at random from ORIGINAL, spelled token by token as trajectories "
+                        "of their own (beside the samples', which are spelled too; default 8)")
     p.add_argument("--no-xgrammar", action="store_true", help="do not compare with xgrammar's masks")
     p.add_argument("--llama-cpp", action="store_true",
                    help="also compare in llama.cpp: the optimized grammar's llama.cpp masks with the "
@@ -90,6 +93,8 @@ def run(args) -> int:
     for name in ("steps", "seeds", "batch"):
         if getattr(args, name) < 1:
             raise GrammarError(f"--{name} must be at least 1")
+    if args.sentences < 0:
+        raise GrammarError("--sentences must not be negative")
     if _language_check(args, original, optimized, sys.stderr if args.json else sys.stdout) != EXIT_OK:
         print("result: the languages differ (language check); decoding not run")
         return EXIT_UNSOUND
@@ -112,7 +117,10 @@ def run(args) -> int:
         sampling = Sampling(args.temperature, args.top_k, args.greedy)
     except ValueError as e:
         raise GrammarError(str(e)) from None
-    model, model_name = _model(args, vocab, device)
+    samples = _sample_texts(args)
+    model, model_name = _model(args, vocab, device, samples)
+    from ..verify.derivations import derived_texts
+    sentences = samples + derived_texts(original, args.sentences)
     settings = dict(seeds=args.seeds, steps=args.steps, batch=args.batch, vocab=f"{vocab.name} ({len(vocab)})",
                     device=str(device), model=model_name,
                     sampling="greedy" if args.greedy else f"T={args.temperature} top-k={args.top_k}")
@@ -121,7 +129,7 @@ def run(args) -> int:
         report = decode_check(original, optimized, vocab, model, steps=args.steps, seeds=args.seeds,
                               batch=args.batch, sampling=sampling, engines=oracle_engines(_oracle_names(args)),
                               min_tokens=args.min_tokens, measure=not args.no_measure,
-                              progress=progress, settings=settings)
+                              progress=progress, settings=settings, sentences=sentences)
     except RuntimeGrammarError as e:
         raise GrammarError(str(e).splitlines()[0], path=args.original) from None
     finally:
@@ -192,18 +200,9 @@ def _vocab(spec: str):
         raise GrammarError(f"cannot read vocabulary '{spec}': {e}") from None
 
 
-def _model(args, vocab, device):
+def _sample_texts(args) -> list[str]:
+    """The sample texts: ``--samples``, else ORIGINAL's STEM.sample*.txt beside it."""
     from ..grammar import GrammarError
-    if args.model:
-        from ..runtime.model import load_hf_model
-        try:
-            m = load_hf_model(args.model, str(device))
-        except Exception as e:  # noqa: BLE001 - transformers raises many kinds
-            raise GrammarError(f"cannot load model '{args.model}': {str(e).splitlines()[0]}") from None
-        if m.vocab_size < len(vocab):
-            raise GrammarError(f"the model has {m.vocab_size} logits, the vocabulary {len(vocab)} tokens")
-        return m, os.path.basename(os.path.normpath(args.model))
-    from ..runtime.model import TinyCausalLM, prior_from_texts
     samples = args.samples
     if samples is None:
         stem = os.path.splitext(args.original)[0]
@@ -215,6 +214,21 @@ def _model(args, vocab, device):
                 texts.append(f.read())
         except (OSError, UnicodeDecodeError) as e:
             raise GrammarError(f"cannot read sample text: {e}", path=path) from None
+    return texts
+
+
+def _model(args, vocab, device, texts):
+    from ..grammar import GrammarError
+    if args.model:
+        from ..runtime.model import load_hf_model
+        try:
+            m = load_hf_model(args.model, str(device))
+        except Exception as e:  # noqa: BLE001 - transformers raises many kinds
+            raise GrammarError(f"cannot load model '{args.model}': {str(e).splitlines()[0]}") from None
+        if m.vocab_size < len(vocab):
+            raise GrammarError(f"the model has {m.vocab_size} logits, the vocabulary {len(vocab)} tokens")
+        return m, os.path.basename(os.path.normpath(args.model))
+    from ..runtime.model import TinyCausalLM, prior_from_texts
     prior = prior_from_texts(vocab, texts) if texts else None
     name = f"tiny seeded transformer{f' + prior of {len(texts)} sample(s)' if texts else ''}"
     return TinyCausalLM(len(vocab), seed=0, device=device, token_prior=prior), name

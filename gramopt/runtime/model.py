@@ -133,6 +133,42 @@ class TinyCausalLM(nn.Module):
         return logits + self.prior
 
 
+class ForcedLM:
+    """A "model" that spells given token sequences, one per row (teacher forcing): at step i
+    row r's logits put all the mass on ``rows[r][i]``, then on ``stop`` once the sequence is
+    spelled. Behind the grammar mask the decoder then follows the sequence while the grammar
+    allows it (a sentence of the grammar: to its end), so a decoding check walks the
+    trajectories of known sentences — long, varied, and through the productions they use.
+    Where the mask refuses the forced token, every allowed token is equally likely (seeded)."""
+
+    class Past:
+        __slots__ = ("step",)
+
+        def __init__(self):
+            self.step = 0
+
+    def __init__(self, rows: list[list[int]], vocab_size: int, stop: int, device: str | torch.device = "cpu"):
+        self.rows, self.vocab_size, self.stop = rows, vocab_size, stop
+        self._device = torch.device(device)
+
+    @property
+    def device(self) -> torch.device:
+        return self._device
+
+    def new_cache(self, batch: int) -> "ForcedLM.Past":
+        if batch != len(self.rows):
+            raise ValueError(f"ForcedLM spells {len(self.rows)} rows, not {batch}")
+        return ForcedLM.Past()
+
+    def __call__(self, input_ids: torch.Tensor, past: "ForcedLM.Past") -> torch.Tensor:
+        i = past.step
+        past.step += 1
+        logits = torch.full((len(self.rows), self.vocab_size), -1e4)
+        for r, toks in enumerate(self.rows):
+            logits[r, toks[i] if i < len(toks) else self.stop] = 0.0
+        return logits.to(self._device)
+
+
 def unigram_prior(token_lists, vocab_size: int, weight: float = 1.0, floor: float = -8.0) -> torch.Tensor:
     """``weight · log p(token)`` from token counts of sample texts (add-one smoothing, then
     clipped below at ``floor`` relative to the most frequent token), for ``token_prior``."""

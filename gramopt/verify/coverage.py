@@ -2,6 +2,8 @@
 
     coverage_check(a, b, bounds) -> (Counterexample | None, stats)
     coverage_sentences(g) -> iterator of sentences, one per production
+    productions_exercised(grammar, inputs) -> (exercised, with terminals, all): which
+        productions some input went through (the decoding check's coverage figure)
 
 For production ``A → X1 … Xn`` the sentence is (twice: with each class spelled by its
 lowest, then by its highest symbol) ``u · w1 … wn · v`` where ``S' ⇒* u A v``
@@ -152,3 +154,25 @@ def coverage_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
                 data = tuple(w) if a.atoms is not None else bytes(w)
                 return done(Counterexample(data, "string", side == 0, side == 1, METHOD, a.atoms))
     return done()
+
+
+def productions_exercised(grammar, inputs) -> tuple[int, int, int]:
+    """(productions of ``grammar``'s pruned BNF through which some input scanned a terminal,
+    productions that have a terminal, all productions). An input is bytes (or atom ids)
+    fed from the start: a sentence or a prefix; each step counts the productions of the items
+    that scan the next symbol, until the input dies. Productions are kept apart
+    (``Recognizer(by_production=True, leo=False)``), so the figure is exact."""
+    r = Recognizer(grammar, leo=False, by_production=True)
+    terms, tag = r.g.terms, r.suffixes.tag
+    seen: set[int] = set()
+    for data in inputs:
+        state = r.initial()
+        if not state.viable:
+            break
+        for x in data:
+            seen.update(tag[k] for t, k, _ in state.scans if x in terms[t])
+            state = r.advance(state, x)
+            if state is None:
+                break
+    with_terms = sum(1 for rhs in r.g.rhs if any(s < 0 for s in rhs))
+    return len(seen), with_terms, len(r.g.rhs)

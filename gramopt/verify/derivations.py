@@ -2,6 +2,7 @@
 
     derivation_check(a, b, bounds) -> (Counterexample | None, stats)
     random_sentence(g, rng, max_depth, heights) -> tuple[int, ...]
+    derived_texts(grammar, n, seed=0) -> list[str]   sentences as text (a decoding check's)
 
 A sentence is derived top-down from ``S'``: below ``max_depth`` each production is
 chosen uniformly; from there on (or once the sentence is long) only productions of
@@ -65,6 +66,25 @@ def random_sentence(g: Compiled, rng: random.Random, max_depth: int, hts) -> tup
         p = rng.choice(prods)
         stack.extend((x, depth + 1) for x in reversed(g.rhs[p]))
     return tuple(out)
+
+
+def derived_texts(grammar, n: int, seed: int = 0, max_depth: int = 24) -> list[str]:
+    """Up to ``n`` distinct sentences of a byte grammar derived at random (seeded), as text:
+    sentences that are not UTF-8 are skipped, as is a Lark grammar (its sentences are
+    tokens, not text). Spelled by ``verify --decode``, they make long, varied trajectories."""
+    from .symbols import compile_grammar
+    g = compile_grammar(grammar)
+    if g.atoms is not None or g.empty:
+        return []
+    rng, hts, out = random.Random(seed), heights(g), {}
+    for _ in range(4 * n):
+        if len(out) >= n:
+            break
+        try:
+            out.setdefault(bytes(random_sentence(g, rng, max_depth, hts)).decode("utf-8"), None)
+        except UnicodeDecodeError:
+            continue
+    return [t for t in out if t]
 
 
 def _pick(xs: list[int], rng: random.Random) -> int:

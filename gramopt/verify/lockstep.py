@@ -380,6 +380,7 @@ class DecodeReport:
     settings: dict
     notes: list = field(default_factory=list)
     compile_s: dict = field(default_factory=dict)
+    productions: tuple = (0, 0, 0)  # coverage.productions_exercised of the original by the trajectories
 
     @property
     def mismatches(self) -> list:
@@ -411,6 +412,8 @@ class DecodeReport:
         out = {"engines": eng, "compile_s": dict(self.compile_s), "forward_p50_ms": percentiles_us(fwd)[0] / 1e3,
                "forward_p95_ms": percentiles_us(fwd)[1] / 1e3,
                "tokens": sum(r.generation.n_tokens for r in self.results),
+               "productions_exercised": self.productions[0], "productions_with_terminals": self.productions[1],
+               "productions": self.productions[2],
                "settings": self.settings, "ok": self.ok}
         if self.serving:
             sv = {}
@@ -443,6 +446,11 @@ class DecodeReport:
                          f"{e['accept_p50_us']:>14.1f}")
         lines.append(f"forward pass: p50 {s['forward_p50_ms']:.2f} ms, p95 {s['forward_p95_ms']:.2f} ms; "
                      f"{s['tokens']} tokens decoded")
+        n_sent = st.get("sentences", 0)
+        lines.append(f"trajectories: {st.get('seeds')} sampled seed(s) × batch {st.get('batch')}"
+                     f"{f' + {n_sent} spelled sentence(s)' if n_sent else ''}; they went through "
+                     f"{s['productions_exercised']} of the original grammar's {s['productions_with_terminals']} "
+                     f"productions with terminals ({s['productions']} productions in its BNF)")
         if self.compile_s:
             lines.append("compile (both grammars, before the first step): "
                          + ", ".join(f"{k} {v:.2f} s" for k, v in self.compile_s.items()))
@@ -492,13 +500,21 @@ def serve(model, grammar, vocab, *, steps: int, seed: int, batch: int, sampling:
                     bos=bos, overlap=overlap, eos_ids=vocab.eos_ids, min_tokens=min_tokens)
 
 
+SENTENCE_ROWS = 8  # sentence trajectories decoded together
+
+
 def decode_check(original, optimized, vocab, model, *, steps: int = 128, seeds: int = 3, batch: int = 1,
                  sampling: Sampling = Sampling(), engines=(), min_tokens: int = 0,
                  measure: bool = True, precompute: bool = True, progress=None,
-                 settings: dict | None = None) -> DecodeReport:
-    """Lockstep over seeds 0..seeds-1; then, when every seed agreed and ``measure``, each
-    grammar served alone on the same seeds (overlapped and serial) for tokens/s, speedup
-    and the hidden fraction. ``progress(seed, step)`` is called as decoding goes."""
+                 settings: dict | None = None, sentences=()) -> DecodeReport:
+    """Lockstep over seeds 0..seeds-1; then over the trajectories of ``sentences`` (texts,
+    e.g. the corpus samples and sentences derived from the original grammar), each spelled
+    token by token (``runtime.model.ForcedLM``, greedy, at most 4 × ``steps`` tokens), as
+    seeds -1, -2, … of ``SENTENCE_ROWS`` rows; then, when every run agreed and ``measure``,
+    each grammar served alone on the seeds (overlapped and serial) for tokens/s, speedup and
+    the hidden fraction. The report counts the productions of the original grammar the
+    trajectories went through (``coverage.productions_exercised``). ``progress(seed, step)``
+    is called as decoding goes."""
     oracles = Oracles(original, optimized, vocab, engines, precompute)
     results = []
     for seed in range(seeds):
@@ -507,6 +523,18 @@ def decode_check(original, optimized, vocab, model, *, steps: int = 128, seeds: 
                                 sampling=sampling, oracles=oracles, min_tokens=min_tokens, on_step=cb))
         if results[-1].mismatch is not None:
             break
+    spelled = _spelled(sentences, vocab, 4 * steps)
+    if all(r.mismatch is None for r in results):
+        from ..runtime.model import ForcedLM
+        stop = vocab.eos_ids[0] if vocab.eos_ids else 0
+        for k in range(0, len(spelled), SENTENCE_ROWS):
+            rows = spelled[k:k + SENTENCE_ROWS]
+            forced = ForcedLM(rows, len(vocab), stop, getattr(model, "device", "cpu"))
+            results.append(lockstep(forced, original, optimized, vocab, steps=max(map(len, rows)) + 1,
+                                    seed=-1 - k // SENTENCE_ROWS, batch=len(rows), sampling=Sampling(greedy=True),
+                                    oracles=oracles))
+            if results[-1].mismatch is not None:
+                break
     serving = {}
     if measure and all(r.mismatch is None for r in results):
         for name, g in (("original", original), ("optimized", optimized)):
@@ -517,4 +545,26 @@ def decode_check(original, optimized, vocab, model, *, steps: int = 128, seeds: 
                                 overlap=overlap, min_tokens=min_tokens)
                     (sv.overlapped if overlap else sv.serial).append(gen)
             serving[name] = sv
-    return DecodeReport(results, serving, dict(settings or {}), list(oracles.notes), dict(oracles.compile_s))
+    from .coverage import productions_exercised
+    texts = [b"".join(vocab.token_bytes[t] for t in row if t not in vocab.eos_ids)
+             for r in results for row in r.generation.tokens]
+    report = DecodeReport(results, serving, dict(settings or {}), list(oracles.notes), dict(oracles.compile_s))
+    report.settings["sentences"] = len(spelled)
+    report.productions = productions_exercised(original, texts)
+    return report
+
+
+def _spelled(sentences, vocab, limit: int) -> list[list[int]]:
+    """The token ids of each sentence the vocabulary can spell (at most ``limit`` tokens
+    each; empty and unspellable ones dropped)."""
+    from ..runtime.tokenize import TokenizeError, Tokenizer
+    tok = Tokenizer.for_vocab(vocab)
+    out = []
+    for text in sentences:
+        try:
+            ids = tok.encode(text)[:limit]
+        except TokenizeError:
+            continue
+        if ids:
+            out.append(ids)
+    return out

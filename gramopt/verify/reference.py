@@ -45,18 +45,21 @@ _SPEND_EVERY = 1 << 14  # agenda steps between two reports to the work budget
 
 class Suffixes:
     """Dotted productions up to what matters for the future: ``(lhs, symbols after the
-    dot)`` ↦ id, with ``lhs[k]``, ``head[k]`` (the symbol after the dot, None when
-    complete) and ``rest[k]`` (the id once the dot has moved past ``head[k]``)."""
+    dot, tag)`` ↦ id, with ``lhs[k]``, ``head[k]`` (the symbol after the dot, None when
+    complete), ``rest[k]`` (the id once the dot has moved past ``head[k]``) and ``tag[k]``
+    (-1; the production's index when a recognizer keeps productions apart:
+    ``Recognizer(by_production=True)``)."""
 
     def __init__(self) -> None:
-        self.ids: dict[tuple[int, tuple[int, ...]], int] = {}
+        self.ids: dict[tuple[int, tuple[int, ...], int], int] = {}
         self.lhs: list[int] = []
         self.head: list[int | None] = []
         self.rest: list[int] = []
+        self.tag: list[int] = []
 
-    def id(self, lhs: int, tail: tuple[int, ...]) -> int:
+    def id(self, lhs: int, tail: tuple[int, ...], tag: int = -1) -> int:
         ids = self.ids
-        k = ids.get((lhs, tail))
+        k = ids.get((lhs, tail, tag))
         if k is not None:
             return k
         # Iterative, not recursive: a production may have thousands of symbols. Find the
@@ -64,21 +67,22 @@ class Suffixes:
         # (the order the recursive definition would give).
         n, j = len(tail), 1
         while j <= n:
-            k = ids.get((lhs, tail[j:]))
+            k = ids.get((lhs, tail[j:], tag))
             if k is not None:
                 break
             j += 1
         else:
-            k, j = self._new(lhs, (), -1), n
+            k, j = self._new(lhs, (), -1, tag), n
         for i in range(j - 1, -1, -1):
-            k = self._new(lhs, tail[i:], k)
+            k = self._new(lhs, tail[i:], k, tag)
         return k
 
-    def _new(self, lhs: int, tail: tuple[int, ...], rest: int) -> int:
-        k = self.ids[(lhs, tail)] = len(self.lhs)
+    def _new(self, lhs: int, tail: tuple[int, ...], rest: int, tag: int) -> int:
+        k = self.ids[(lhs, tail, tag)] = len(self.lhs)
         self.lhs.append(lhs)
         self.head.append(tail[0] if tail else None)
         self.rest.append(rest)
+        self.tag.append(tag)
         return k
 
 
@@ -112,10 +116,12 @@ class State:
 class Recognizer:
     """Earley recognizer of ``grammar`` (see the module docstring). For a Lark grammar the
     input is a sequence of atom ids, ``atoms[i]`` being atom i; pass ``atoms`` to extend a
-    shared table (two grammars compared symbol by symbol)."""
+    shared table (two grammars compared symbol by symbol). ``by_production=True`` keeps the
+    items of different productions apart (``Suffixes.tag``; use with ``leo=False``), for
+    telling which productions an input went through (``coverage.productions_exercised``)."""
 
     def __init__(self, grammar: Grammar | Compiled, atoms: tuple | None = None, leo: bool = True,
-                 budget: WorkBudget | None = None):
+                 budget: WorkBudget | None = None, by_production: bool = False):
         self.budget = budget if budget is not None else WorkBudget(None)
         self.g = grammar if isinstance(grammar, Compiled) else compile_grammar(grammar, atoms)
         self.atoms = self.g.atoms
@@ -123,7 +129,8 @@ class Recognizer:
         self.leo = leo
         self.class_of, _ = symbol_classes(self.alphabet, self.g.terms)
         self.suffixes = Suffixes()
-        self.first = tuple(self.suffixes.id(self.g.lhs[p], r) for p, r in enumerate(self.g.rhs))
+        self.first = tuple(self.suffixes.id(self.g.lhs[p], r, p if by_production else -1)
+                           for p, r in enumerate(self.g.rhs))
         self.predict = tuple(tuple(self.first[p] for p in ps) for ps in self.g.by_lhs)
         self._interned: dict[tuple, State] = {}
         self._initial = self._close(((self.first[0], None),) if self.g.by_lhs[0] else ())
