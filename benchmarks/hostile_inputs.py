@@ -1,10 +1,11 @@
 """Issue 13's hostile-input reproductions, each run as a user runs it: exit code, wall time,
-peak resident memory, and the first line of stderr. Prints a markdown table.
+CPU time and peak resident memory of the command, and the first line of stderr, beside
+the exit code the issue reported before the fixes. Prints a markdown table.
 
     python benchmarks/hostile_inputs.py [--quick]      (--quick: 8,000 words instead of 50,000)
 
 Grammars are generated into a temporary folder; the JSON grammar is tests/data's vendored
-copy of llama.cpp's json.gbnf.
+copy of llama.cpp's json.gbnf. Timings are as noisy as the machine: compare rows of one run.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
+import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -35,18 +39,42 @@ def chain(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def gramopt(*argv) -> tuple[int, float, float, float, str]:
-    """(exit code, wall seconds, CPU seconds, peak MB of the child, first stderr line)."""
+def gramopt(*argv, interrupt_when: Path | None = None) -> tuple[int, float, float, float, str]:
+    """(exit code, wall seconds, CPU seconds, peak MB of the command, first stderr line).
+    With ``interrupt_when``: Ctrl-C (SIGINT to its process group) once that file exists."""
     t = time.perf_counter()
     p = subprocess.Popen([sys.executable, "-m", "gramopt", *map(str, argv)], cwd=ROOT,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    if interrupt_when is not None:
+        while not interrupt_when.exists() and p.poll() is None:
+            time.sleep(0.05)
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGINT)
     err = p.stderr.read()
     _, status, usage = os.wait4(p.pid, 0)  # reaped here, so its own peak memory is known
     p.returncode = rc = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - t
-    first = next((ln for ln in err.splitlines() if ln.strip()), "")
-    return rc, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, first[:110]
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("[")]
+    first = next((ln for ln in lines if "error" in ln or "warning" in ln or "note" in ln or "interrupted" in ln),
+                 lines[0] if lines else "")
+    if ": warning: " in first and ".gramopt-cache" in first:  # a cache entry's long path
+        first = "…/.gramopt-cache/…: warning: " + first.split(": warning: ", 1)[1]
+    return rc, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, first[:120]
+
+
+# the exit code (or outcome) issue 13 reported on main before the fixes, per reproduction
+BEFORE = {
+    "rep": "killed (16.6 GB after 300 s)", "nest1000-opt": "> 200 s", "nest1000-verify": "> 200 s",
+    "nest60-opt": "~85 s in the verifier", "nest60-verify": "~85 s", "alt8000": "0 (249 s)",
+    "alt50000": "killed after 300 s", "chain150": "70 (RecursionError)", "chain120-back": "2 (nested 119 deep)",
+    "chain1000": "70", "chain1000-back": "—", "latin": "70 (UnicodeDecodeError)", "bom": "2 (U+FEFF)",
+    "empty": "0, no warning", "empty-strict": "0", "decode": "0 (\"0 mismatches\")",
+    "convert-self": "0 (input overwritten)", "missing-dir": "70 (after the work)",
+    "dev-full": "2 (device replaced by a file, as root)", "folder-same": "0 (inputs overwritten)",
+    "folder-inside": "0 (out/out/out on reruns)", "folder-badcache": "70", "folder-ctrl-c": "130, said nothing written",
+    "max-seconds": "no such flag", "max-memory": "no such flag", "neg-limit": "accepted",
+}
 
 
 def main() -> None:
@@ -54,10 +82,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     d = Path(tempfile.mkdtemp(prefix="gramopt-hostile-"))
+    n_words = 8000 if args.quick else 50_000
     files = {
         "rep.gbnf": 'root ::= "a"{0,100000000}\n',
         "nest.gbnf": 'root ::= ((("a"{0,1000}){0,1000}){0,1000})\n',
+        "nest60.gbnf": 'root ::= ((("a"{0,60}){0,60}){0,60})\n',
+        "nest60opt.gbnf": 'root ::= (("a"{0,60}){60}){60}\n',
         "alt8000.gbnf": "root ::= " + " | ".join(f'"{w}"' for w in words(8000)) + "\n",
+        "chain120.gbnf": chain(120),
         "chain150.gbnf": chain(150),
         "chain1000.gbnf": chain(1000),
         "empty.gbnf": 'root ::= "a" root\n',
@@ -66,37 +98,88 @@ def main() -> None:
         files["alt50000.gbnf"] = "root ::= " + " | ".join(f'"{w}"' for w in words(50_000)) + "\n"
     for name, text in files.items():
         (d / name).write_text(text, encoding="utf-8")
+    big = d / ("alt50000.gbnf" if not args.quick else "alt8000.gbnf")
     (d / "bom.gbnf").write_bytes(b'\xef\xbb\xbfroot ::= "a" | "b"\n')
     (d / "latin.cfg").write_bytes('S -> "caf\xe9" | "na\xefve" S\n'.encode("latin-1"))
     (d / "bad.gbnf").write_text(JSON.read_text(encoding="utf-8").replace('"null"', '"nul"'), encoding="utf-8")
     (d / "x.gbnf").write_text('root ::= "a" | "b"\n', encoding="utf-8")
+    folder = d / "in"
+    folder.mkdir()
+    (folder / "a.gbnf").write_text('root ::= "ab" | "ac"\n', encoding="utf-8")
+    (folder / "b.gbnf").write_text('root ::= "x" "y" | "x" "z"\n', encoding="utf-8")
+    slow = d / "slow"
+    slow.mkdir()
+    (slow / "a0.gbnf").write_text('root ::= "a" | "b"\n', encoding="utf-8")
+    for k in range(4):
+        (slow / f"b{k}.gbnf").write_text(f'root ::= ((("a{k}"{{0,60}}){{0,60}}){{0,60}})\n', encoding="utf-8")
+
+    def bad_cache() -> list:
+        """A first run fills the cache; its entry is replaced by JSON of the wrong shape."""
+        gramopt("optimize", folder, "-o", d / "cached", "-q", "-j", "1")
+        for p in (d / "cached" / ".gramopt-cache").rglob("*"):
+            if p.is_file():
+                p.write_text("[1, 2, 3]", encoding="utf-8")
+        return ["optimize", folder, "-o", d / "cached", "-q", "-j", "1"]
+
     cases = [
-        ('"a"{0,100000000} optimize', ["optimize", d / "rep.gbnf", "-o", d / "o1.gbnf"]),
-        ('((("a"{0,1000}){0,1000}){0,1000}) optimize', ["optimize", d / "nest.gbnf", "-o", d / "o2.gbnf"]),
-        ('((("a"{0,1000}){0,1000}){0,1000}) verify', ["verify", d / "nest.gbnf", d / "nest.gbnf"]),
-        ("8,000 alternatives optimize", ["optimize", d / "alt8000.gbnf", "-o", d / "o3.gbnf"]),
-        *([("50,000 alternatives optimize", ["optimize", d / "alt50000.gbnf", "-o", d / "o4.gbnf"])]
+        ("rep", '"a"{0,100000000} optimize', ["optimize", d / "rep.gbnf", "-o", d / "o1.gbnf"]),
+        ("nest1000-opt", '((("a"{0,1000}){0,1000}){0,1000}) optimize', ["optimize", d / "nest.gbnf", "-o", d / "o2.gbnf"]),
+        ("nest1000-verify", '((("a"{0,1000}){0,1000}){0,1000}) verify', ["verify", d / "nest.gbnf", d / "nest.gbnf"]),
+        ("nest60-opt", '((("a"{0,60}){0,60}){0,60}) optimize', ["optimize", d / "nest60.gbnf", "-o", d / "o2b.gbnf"]),
+        ("nest60-verify", '((("a"{0,60}){0,60}){0,60}) verify vs its optimized form',
+         ["verify", d / "nest60.gbnf", d / "nest60opt.gbnf"]),
+        ("alt8000", "8,000 alternatives optimize", ["optimize", d / "alt8000.gbnf", "-o", d / "o3.gbnf"]),
+        *([("alt50000", "50,000 alternatives optimize", ["optimize", d / "alt50000.gbnf", "-o", d / "o4.gbnf"])]
           if not args.quick else []),
-        ("chain of 150 rules optimize", ["optimize", d / "chain150.gbnf", "-o", d / "o5.gbnf"]),
-        ("chain of 1,000 rules optimize", ["optimize", d / "chain1000.gbnf", "-o", d / "o6.gbnf"]),
-        ("  ... its output read back (analyze)", ["analyze", d / "o6.gbnf"]),
-        ("Latin-1 .cfg optimize", ["optimize", d / "latin.cfg", "-o", d / "o7.cfg"]),
-        ("UTF-8 BOM optimize", ["optimize", d / "bom.gbnf", "-o", d / "o8.gbnf"]),
-        ('empty language (root ::= "a" root)', ["optimize", d / "empty.gbnf", "-o", d / "o9.gbnf"]),
-        ("  ... with --strict", ["optimize", d / "empty.gbnf", "-o", d / "o10.gbnf", "--strict"]),
-        ('json "null"->"nul" verify --decode --steps 64 --seeds 2',
-         ["verify", JSON, d / "bad.gbnf", "--decode", "--steps", "64", "--seeds", "2"]),
-        ("convert X -o X", ["convert", d / "x.gbnf", "-o", d / "x.gbnf"]),
-        ("optimize -o missing/dir/out", ["optimize", d / "x.gbnf", "-o", d / "missing" / "out.gbnf"]),
-        ("convert -o /dev/full", ["convert", d / "x.gbnf", "-o", "/dev/full"]),
+        ("max-seconds", f"{big.stem} optimize --max-seconds 2", ["optimize", big, "-o", d / "o4s.gbnf",
+                                                                   "--max-seconds", "2"]),
+        ("max-memory", f"{big.stem} optimize --max-memory 100M", ["optimize", big, "-o", d / "o4m.gbnf",
+                                                                    "--max-memory", "100M"]),
+        ("neg-limit", "optimize --max-nodes -1", ["optimize", d / "x.gbnf", "-o", d / "o4n.gbnf", "--max-nodes", "-1"]),
+        ("chain120-back", "chain of 120 rules: optimize, then read back", ["optimize", d / "chain120.gbnf", "-o", d / "o5a.gbnf"]),
+        ("chain120-back", "  ... its output read back (analyze)", ["analyze", d / "o5a.gbnf"]),
+        ("chain150", "chain of 150 rules optimize", ["optimize", d / "chain150.gbnf", "-o", d / "o5.gbnf"]),
+        ("chain1000", "chain of 1,000 rules optimize", ["optimize", d / "chain1000.gbnf", "-o", d / "o6.gbnf"]),
+        ("chain1000-back", "  ... its output read back (analyze)", ["analyze", d / "o6.gbnf"]),
+        ("latin", "Latin-1 .cfg optimize", ["optimize", d / "latin.cfg", "-o", d / "o7.cfg"]),
+        ("bom", "UTF-8 BOM optimize", ["optimize", d / "bom.gbnf", "-o", d / "o8.gbnf"]),
+        ("empty", 'empty language (root ::= "a" root)', ["optimize", d / "empty.gbnf", "-o", d / "o9.gbnf"]),
+        ("empty-strict", "  ... with --strict", ["optimize", d / "empty.gbnf", "-o", d / "o10.gbnf", "--strict"]),
+        ("decode", 'json "null"->"nul" verify --decode --steps 64 --seeds 2',
+         ["verify", JSON, d / "bad.gbnf", "--decode", "--steps", "64", "--seeds", "2", "--no-measure"]),
+        ("convert-self", "convert X -o X", ["convert", d / "x.gbnf", "-o", d / "x.gbnf"]),
+        ("missing-dir", "optimize -o missing/dir/out", ["optimize", d / "x.gbnf", "-o", d / "missing" / "out.gbnf"]),
+        ("dev-full", "convert -o /dev/full", ["convert", d / "x.gbnf", "-o", "/dev/full"]),
+        ("folder-same", "folder: optimize DIR -o DIR", ["optimize", folder, "-o", folder, "-q"]),
+        ("folder-inside", "folder: optimize DIR -o DIR/out", ["optimize", folder, "-o", folder / "out", "-q"]),
+        ("folder-badcache", "folder: rerun over a wrong-shaped cache entry", bad_cache),
+        ("folder-ctrl-c", "folder: Ctrl-C once the first output is written",
+         ["optimize", slow, "-o", d / "slowout", "-j", "2", "-q"]),
     ]
-    print("| reproduction | exit | wall s | CPU s | peak MB | stderr (first line) |")
-    print("|---|---|---|---|---|---|")
-    for label, argv in cases:
-        rc, secs, cpu, peak, first = gramopt(*argv)
-        first = first.replace(str(d) + "/", "").replace(str(d), "").replace("|", "\\|")
-        print(f"| {label} | {rc} | {secs:.1f} | {cpu:.1f} | {peak:.0f} | {first} |", flush=True)
-    print(f"\n/dev/full is still a character device: {Path('/dev/full').is_char_device()}")
+    print("| reproduction | exit before (issue 13) | exit now | wall s | CPU s | peak MB | stderr (first line) |")
+    print("|---|---|---|---|---|---|---|")
+    old_umask = os.umask(0o022)
+    try:
+        for key, label, argv in cases:
+            if callable(argv):
+                argv = argv()
+            watch = d / "slowout" / "a0.gbnf" if key == "folder-ctrl-c" else None
+            rc, secs, cpu, peak, first = gramopt(*argv, interrupt_when=watch)
+            first = first.replace(str(d) + "/", "").replace(str(d), "").replace("|", "\\|")
+            before = BEFORE.get(key, "") if not label.startswith("  ...") or key == "chain1000-back" else ""
+            print(f"| {label} | {before} | {rc} | {secs:.1f} | {cpu:.1f} | {peak:.0f} | {first} |", flush=True)
+        if (d / "slowout").exists():
+            time.sleep(2)
+            written = sorted(p.name for p in (d / "slowout").glob("*.gbnf"))
+            print(f"\nCtrl-C: outputs on disk 2 s after the command ended: {written}")
+    finally:
+        os.umask(old_umask)
+    print(f"/dev/full is still a character device: {Path('/dev/full').is_char_device()}")
+    mode = stat.S_IMODE(os.stat(d / "o8.gbnf").st_mode) if (d / "o8.gbnf").exists() else None
+    print(f"output mode under umask 022: {oct(mode) if mode is not None else 'no output'} (was 0o600)")
+    unchanged = (folder / "a.gbnf").read_text(encoding="utf-8") == 'root ::= "ab" | "ac"\n'
+    print(f"folder inputs unchanged: {unchanged}")
+    shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
