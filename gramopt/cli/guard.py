@@ -14,9 +14,10 @@ atomically), and ``gramopt.cli`` prints one line naming the limit and the stage
 How. Time: ``SIGALRM`` at the deadline raises ``LimitReached`` in the main thread. Memory: a
 daemon thread samples the resident set size (``/proc/self/statm``) every 20 ms and, past
 the limit, interrupts the main thread the same way (``SIGUSR1``). Both take effect when
-the main thread next runs Python code; a watchdog ends the process (exit 2, the same line)
-when it has not stopped within a grace period (one call into egglog or a numba kernel that
-does not return), so the limit holds whatever runs.
+the main thread next runs Python code; when it has not stopped within a grace period (a
+long call into native code), the sampling thread ends the process itself (exit 2, the same
+line). That thread needs the interpreter lock: native code that holds it for long delays
+both until it returns (egglog's calls are short: saturation is bounded by its work limits).
 """
 
 from __future__ import annotations
