@@ -210,8 +210,13 @@ def optimize_item(item: dict, options: dict, cache_dir: str | None) -> dict:
     if cached is not None:
         return {"name": it.name, "code": EXIT_OK, "message": "from the cache", "seconds": 0.0,
                 "text": cached, "cached": True}
+    from .cli.guard import LimitReached, guarded
     try:
-        text, result = _optimize(it, options)
+        with guarded(max_memory=options.get("max_memory")):  # --max-memory holds in each worker too
+            text, result = _optimize(it, options)
+    except LimitReached as e:
+        return {"name": it.name, "code": EXIT_USAGE, "message": f"{it.name}: error: {e}",
+                "seconds": time.perf_counter() - t0, "text": None, "cached": False}
     except GrammarError as e:
         return {"name": it.name, "code": EXIT_USAGE, "message": e.format().splitlines()[0],
                 "seconds": time.perf_counter() - t0, "text": None, "cached": False}

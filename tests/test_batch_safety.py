@@ -107,3 +107,13 @@ def test_ctrl_c_stops_every_worker_and_reports_what_was_written(tmp_path):
     assert sorted(q.name for q in out.glob("*.gbnf")) == written
     with pytest.raises(ProcessLookupError):
         os.killpg(p.pid, 0)  # every process of the group (the workers) is gone
+
+
+def test_a_worker_holds_itself_to_max_memory():
+    from dataclasses import asdict
+
+    from gramopt.batch import optimize_item
+    item = Item("a.gbnf", "gbnf", GRAMMAR, "a.gbnf", 0, "out/a.gbnf")
+    r = optimize_item(asdict(item), {"target": "generic", "max_memory": "1M"}, None)
+    assert r["code"] == 2 and "stopped at --max-memory 1M" in r["message"] and r["text"] is None
+    assert optimize_item(asdict(item), {"target": "generic", "max_memory": "4G"}, None)["code"] == 0

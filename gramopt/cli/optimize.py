@@ -94,6 +94,8 @@ def run(args) -> int:
             (jsonl and args.output and not os.path.splitext(args.output)[1]):
         if not args.output or args.output == "-":
             raise GrammarError("optimizing a batch (a folder, a JSONL file) needs -o OUTDIR", path=args.input)
+        if args.max_memory:  # each worker holds itself to it (not in the cache key: shapes nothing)
+            options["max_memory"] = args.max_memory
         return optimize_batch(args.input, args.output, jobs=args.jobs, scheduler=args.scheduler,
                               cache=args.cache, progress=not args.quiet, **options)
     if args.scheduler:
