@@ -370,9 +370,11 @@ def _schedule(todo: list[Item], options: dict, workers: int, scheduler: str | No
 
 def _worker_init() -> None:
     """A worker leaves Ctrl-C to the client, which stops every worker (``_stop_workers``):
-    one message, no traceback per worker."""
+    one message, no traceback per worker. Its collector runs as the command line's."""
+    import gc
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.set_threshold(50_000, 20, 20)  # as the command line's (gramopt.cli.main)
 
 
 def _stop_workers(pool) -> None:
