@@ -242,7 +242,7 @@ def _optimize(it: Item, options: dict):
         from .formats import read
         grammar = read(it.source, it.kind, options.get("start")) if not it.text else \
             parse(it.text, it.kind, it.source, options.get("start"))
-    from .cli.optimize import WORK_LIMITS, work_limits
+    from .passes import WORK_LIMITS, work_limits
     rest = {k: options[k] for k in ("target", "passes", "verify", "cost_model", "fast") if k in options}
     try:
         result = optimize(grammar, **rest, **work_limits(**{k: options.get(k) for k in WORK_LIMITS}))

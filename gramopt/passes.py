@@ -401,6 +401,21 @@ def request_bounds(a: Grammar, b: Grammar):
     return Bounds(derivations=min(MAX_REQUEST_DERIVATIONS, n), max_depth=REQUEST_DERIVATION_DEPTH), ("derivations",)
 
 
+WORK_LIMITS = ("max_nodes", "max_iterations", "max_verify_work")  # options that shape the output
+
+
+def work_limits(max_nodes: int | None = None, max_iterations: int | None = None,
+                max_verify_work: int | None = None) -> dict:
+    """``passes.optimize``'s ``limits`` (the e-graph's) and ``bounds`` (the language check's)
+    for the work limits given on the command line (None: the default)."""
+    for name, value in (("max-nodes", max_nodes), ("max-iterations", max_iterations),
+                        ("max-verify-work", max_verify_work)):
+        if value is not None and value < 0:
+            raise GrammarError(f"--{name} must not be negative (got {value})")
+    lim = Limits(**{k: v for k, v in (("nodes", max_nodes), ("iterations", max_iterations)) if v is not None})
+    return {"limits": lim, "bounds": Bounds(max_work=max_verify_work) if max_verify_work is not None else None}
+
+
 def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=None, limits: Limits | None = None,
              verify: bool = True, callback=None, cost_model: str | None = None, fast: bool = False,
              bounds: "Bounds | None" = None) -> Result:
@@ -526,5 +541,5 @@ def _bisect(grammar: Grammar, pm: PassManager, check) -> str | None:
     return None
 
 
-__all__ = ["DEFAULT_PASSES", "PASSES", "REQUEST_PASSES", "OptimizationError", "PassManager", "PassReport", "Report",
-           "Result", "changed_rules", "optimize", "request_bounds", "Limits"]
+__all__ = ["DEFAULT_PASSES", "PASSES", "REQUEST_PASSES", "WORK_LIMITS", "OptimizationError", "PassManager",
+           "PassReport", "Report", "Result", "changed_rules", "optimize", "request_bounds", "Limits", "work_limits"]

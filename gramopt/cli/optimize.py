@@ -81,6 +81,7 @@ def run(args) -> int:
                    dialect=args.dialect, start=args.start, strict=args.strict)
     if args.fast:  # only when asked: the batch cache key of a default run stays what it was
         options["fast"] = True
+    from ..passes import WORK_LIMITS, work_limits
     for name in WORK_LIMITS:
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
@@ -102,23 +103,6 @@ def run(args) -> int:
         raise GrammarError("--scheduler runs a batch: give a folder or a JSONL file", path=args.input)
     return optimize_file(args.input, args.output, report=args.report, as_json=args.json,
                          check=args.check, diff=args.diff, **options)
-
-
-WORK_LIMITS = ("max_nodes", "max_iterations", "max_verify_work")  # options that shape the output
-
-
-def work_limits(max_nodes: int | None = None, max_iterations: int | None = None,
-                max_verify_work: int | None = None) -> dict:
-    """``passes.optimize``'s ``limits`` (the e-graph's) and ``bounds`` (the language check's)
-    for the work limits given on the command line (None: the default)."""
-    for name, value in (("max-nodes", max_nodes), ("max-iterations", max_iterations),
-                        ("max-verify-work", max_verify_work)):
-        if value is not None and value < 0:
-            raise GrammarError(f"--{name} must not be negative (got {value})")
-    from ..egraph import Limits
-    from ..verify import Bounds
-    lim = Limits(**{k: v for k, v in (("nodes", max_nodes), ("iterations", max_iterations)) if v is not None})
-    return {"limits": lim, "bounds": Bounds(max_work=max_verify_work) if max_verify_work is not None else None}
 
 
 def is_schema(path: str, dialect: str | None) -> bool:
@@ -166,7 +150,7 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
     JSON Schema is first converted by the target engine's converter (named, with its
     version, as ``converter``; None for a grammar); its "input text" is the converter's
     grammar. The report names the dialect written and any warning (an error with ``strict``)."""
-    from ..passes import optimize
+    from ..passes import WORK_LIMITS, optimize, work_limits
     converter = None
     target = options.get("target", targets.DEFAULT)
     limits = work_limits(**{k: options.pop(k, None) for k in WORK_LIMITS})
