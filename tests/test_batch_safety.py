@@ -110,10 +110,16 @@ def test_ctrl_c_stops_every_worker_and_reports_what_was_written(tmp_path):
 
 
 def test_a_worker_holds_itself_to_max_memory():
-    from dataclasses import asdict
-
-    from gramopt.batch import optimize_item
-    item = Item("a.gbnf", "gbnf", GRAMMAR, "a.gbnf", 0, "out/a.gbnf")
-    r = optimize_item(asdict(item), {"target": "generic", "max_memory": "1M"}, None)
-    assert r["code"] == 2 and "stopped at --max-memory 1M" in r["message"] and r["text"] is None
-    assert optimize_item(asdict(item), {"target": "generic", "max_memory": "4G"}, None)["code"] == 0
+    """Run as a worker runs it: in a process's main thread (signals), here a subprocess."""
+    code = (
+        "import json, sys\n"
+        "from dataclasses import asdict\n"
+        "from gramopt.batch import Item, optimize_item\n"
+        f"item = asdict(Item('a.gbnf', 'gbnf', {GRAMMAR!r}, 'a.gbnf', 0, 'out/a.gbnf'))\n"
+        "print(json.dumps([optimize_item(item, {'target': 'generic', 'max_memory': m}, None)\n"
+        "                  for m in ('1M', '4G')]))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr
+    small, big = json.loads(p.stdout.strip().splitlines()[-1])
+    assert small["code"] == 2 and "stopped at --max-memory 1M" in small["message"] and small["text"] is None
+    assert big["code"] == 0 and big["text"]

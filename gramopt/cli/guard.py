@@ -77,6 +77,9 @@ def guarded(max_seconds: float | None = None, max_memory: str | None = None):
     if (max_seconds is None and limit_bytes is None) or threading.current_thread() is not threading.main_thread():
         yield
         return
+    if limit_bytes is not None and resident_bytes() > limit_bytes:  # already past it: no sampling race
+        raise LimitReached(f"stopped at --max-memory {max_memory} ({_size(resident_bytes())} resident) "
+                           f"during {current()}")
     reached: list[str] = []
     stop = threading.Event()
 
