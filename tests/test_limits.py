@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gramopt.cli import main
-from gramopt.cli.guard import LimitReached, guarded, parse_memory
+from gramopt.cli.guard import LimitReached, guarded, parse_memory, resident_bytes
 from gramopt.formats import parse, read
 from gramopt.grammar import GrammarError
 from gramopt.passes import optimize
@@ -132,13 +132,20 @@ def test_the_time_limit_interrupts_python_code_and_names_the_stage():
 
 def test_the_memory_limit_interrupts_a_growing_process():
     hoard = []
-    with pytest.raises(LimitReached, match=r"stopped at --max-memory 64M .* during hoarding"):
-        with guarded(max_memory="64M"), stage("hoarding"):
+    limit = f"{(resident_bytes() >> 20) + 64}M"  # 64 MB above what the test process holds now
+    with pytest.raises(LimitReached, match=rf"stopped at --max-memory {limit} .* during hoarding"):
+        with stage("hoarding"), guarded(max_memory=limit):
             for _ in range(4000):  # up to 4 GB, 1 MB at a time: stopped far earlier
                 hoard.append(bytearray(1 << 20))
                 time.sleep(0.0005)
     assert len(hoard) < 2000
     hoard.clear()
+
+
+def test_a_process_already_past_the_memory_limit_stops_at_once():
+    with pytest.raises(LimitReached, match=r"stopped at --max-memory 1M .* during waiting"):
+        with stage("waiting"), guarded(max_memory="1M"):
+            pytest.fail("the body ran")
 
 
 def test_no_limit_leaves_the_body_alone():
