@@ -433,9 +433,9 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
         out, reports = pm.run(grammar)
     else:
         out, reports = pm.run_to_fixpoint(grammar)
-    if pm.ctx.target.engine_check is not None and out != grammar:
+    if out != grammar and (pm.ctx.target.engine_check is not None or pm.ctx.target.guard is not None):
         with stage("engine check"):
-            out = _engine_check(grammar, out, pm, reports)
+            out = _judged(grammar, out, pm, reports)
     if out == grammar:
         out = grammar  # keep comments and positions when nothing changed
     report = Report(pm.ctx.target.name, reports, kappa(grammar), kappa(out), sac_proxy(grammar), sac_proxy(out),
@@ -447,6 +447,9 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
             if line not in seen_stops:
                 seen_stops.add(line)
                 report.stops.append(line)
+    for p in reports:  # a judge that kept a fallback says so in the summary too, with its reason
+        if p.name in ("guard", "engine-check") and len(p.notes) > 1:
+            report.notes.append(f"{p.notes[-1]} ({p.notes[-2]})")
     if grammar.start not in productive_rules(grammar):
         report.warnings.append(f"the language is empty: rule '{grammar.start}' derives no finite string")
     report.cost_model = cost_model_used(pm.ctx.target, cost_model)[1]
@@ -497,36 +500,77 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
     return Result(out, report)
 
 
-def _engine_check(grammar: Grammar, out: Grammar, pm: PassManager, reports: list) -> Grammar:
-    """A target with an engine check: the engine's own masks must not tell ``out`` from
-    ``grammar`` (llguidance, ``engines/llguidance.py``: its greedy lexer accepts less than
-    the language, and which rules it lexes changes with the form). On a difference the
-    passes run again without the e-graph ones (no rule turns from recursive to regular); if
-    that differs too, the input is kept. The check's finding is the pass report's note."""
-    check = pm.ctx.target.engine_check
-    t = time.perf_counter()
-    rep = PassReport("engine-check", _kappa(out), _kappa(out), len(out.rules), len(out.rules), 0.0)
-    reports.append(rep)
-    why_not = None if check.available() else f"{check.name} not installed: engine check skipped"
-    why_not = why_not or check.why_not_checked(grammar)
-    if why_not:
-        rep.notes.append(why_not)
+def _fallbacks(grammar: Grammar, pm: PassManager):
+    """What a target keeps when the passes' output is rejected, in order: ``(label,
+    grammar)`` for the passes without the e-graph ones (no rule turns from recursive to
+    regular), then the input with only the target's fix-ups (the last resort, taken as it
+    is: the fix-ups are what the target cannot do without)."""
+    safer = PassManager([n for n in pm.names if n not in EGRAPH_PASSES], pm.ctx.target, pm.ctx.limits)
+    yield "the passes' output without the e-graph passes", safer.run(grammar)[0]
+    t = pm.ctx.target
+    if t.fixups and "target" in pm.names:
+        yield "the input with only the fix-ups", t.apply_fixups(grammar)
     else:
-        diff = check.difference(grammar, out)
-        if diff is None:
-            rep.notes.append(f"{check.name} masks agree")
+        yield "the input", grammar
+
+
+def _settle(grammar: Grammar, out: Grammar, pm: PassManager, rep: PassReport, judge, ok: str) -> Grammar:
+    """``out`` when ``judge(out)`` finds nothing against it (None), else the first of
+    ``_fallbacks`` it accepts, the last one unconditionally; the finding and what was kept
+    are ``rep``'s notes. ``judge`` also applies the target's guard, if any."""
+    why = judge(out)
+    if why is None:
+        rep.notes.append(ok)
+        return out
+    rep.notes.append(why)
+    options = list(_fallbacks(grammar, pm))
+    for i, (label, cand) in enumerate(options):
+        last = i == len(options) - 1
+        if last or (cand != grammar and cand != options[-1][1] and judge(cand) is None):
+            rep.notes.append(f"kept {label}")
+            return cand
+    return out  # pragma: no cover - the last option is always taken
+
+
+def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list) -> Grammar:
+    """A target with a ``guard`` (portable: no engine's static cost may grow) or an
+    ``engine_check`` (llguidance: its own masks must not tell ``out`` from ``grammar``, its
+    greedy lexer accepts less than the language and which rules it lexes changes with the
+    form) has the passes' output judged against the input; a rejected output gives way to
+    ``_fallbacks``. Each judge's finding is its pass report's note ("guard",
+    "engine-check")."""
+    t = pm.ctx.target
+    guard = t.guard
+
+    def guarded(cand: Grammar) -> str | None:
+        return None if guard is None or cand == grammar else guard.worse(grammar, cand)
+
+    if guard is not None and out != grammar:
+        rep = PassReport("guard", _kappa(out), _kappa(out), len(out.rules), len(out.rules), 0.0)
+        tick = time.perf_counter()
+        def guard_judge(cand: Grammar) -> str | None:
+            why = guarded(cand)
+            return None if why is None else f"{guard.name}: costs more than the input: {why}"
+        out = _settle(grammar, out, pm, rep, guard_judge, f"{guard.name}: no engine's static cost grows")
+        rep.kappa_after, rep.rules_after, rep.seconds = _kappa(out), len(out.rules), time.perf_counter() - tick
+        reports.append(rep)
+    check = t.engine_check
+    if check is not None and out != grammar:
+        rep = PassReport("engine-check", _kappa(out), _kappa(out), len(out.rules), len(out.rules), 0.0)
+        tick = time.perf_counter()
+        why_not = None if check.available() else f"{check.name} not installed: engine check skipped"
+        why_not = why_not or check.why_not_checked(grammar)
+        if why_not:
+            rep.notes.append(why_not)
         else:
-            rep.notes.append(f"{check.name} differs {diff.describe()}")
-            safer = PassManager([n for n in pm.names if n not in EGRAPH_PASSES], pm.ctx.target, pm.ctx.limits)
-            alt, _ = safer.run(grammar)
-            if alt != grammar and check.difference(grammar, alt) is None:
-                out = alt
-                rep.notes.append("kept the passes' output without the e-graph passes")
-            else:
-                out = grammar
-                rep.notes.append("kept the input")
-    rep.kappa_after, rep.rules_after = _kappa(out), len(out.rules)
-    rep.seconds = time.perf_counter() - t
+            def judge(cand: Grammar) -> str | None:
+                if cand == grammar:
+                    return None
+                diff = check.difference(grammar, cand)
+                return f"{check.name} differs {diff.describe()}" if diff is not None else guarded(cand)
+            out = _settle(grammar, out, pm, rep, judge, f"{check.name} masks agree")
+        rep.kappa_after, rep.rules_after, rep.seconds = _kappa(out), len(out.rules), time.perf_counter() - tick
+        reports.append(rep)
     return out
 
 

@@ -15,11 +15,34 @@ from ..engines.llguidance import CHECK as LLGUIDANCE_CHECK
 from ..grammar import Grammar
 from .target import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE, EngineCheck, Target
 from .llamacpp import fixup as _llamacpp_fixup
+from .portable import fixup as _portable_fixup
+from .portable.guard import GUARD as _NO_SLOWER
 from .xgrammar import fixup as _xgrammar_fixup
 
 
+PORTABLE = Target(
+    "portable", "safe in every engine: no left recursion, a root that delegates, regular parts "
+                "regular, never slower than the input",
+    # factoring nests the rest of the alternatives in a group, a rule of its own in xgrammar
+    skips_cleanups=("factoring",),
+    # inlining `item ::= "- " [^\n]+ "\n"` into `root ::= item+` made llguidance 250× slower:
+    # rules are its lexer's boundaries; pass-through and duplicate rules still merge
+    inlining=INLINE_NONE,
+    # regular parts regular: a star as a recursive helper rule is 9× (xgrammar) to 121×
+    # (llguidance) slower
+    recursion_penalty=W_RECURSION,
+    # llama.cpp refuses left recursion
+    left_recursion=False,
+    fixups=(("portable", _portable_fixup),),
+    # engines disagree on the best form (xgrammar wants `S ::= "\"" | c S` with a lookahead,
+    # llguidance the star): an output that costs any engine more (static counts) is not kept
+    guard=_NO_SLOWER,
+    # llguidance's greedy lexer can accept less than the language, depending on the form
+    engine_check=LLGUIDANCE_CHECK)
+
 GENERIC = Target(
-    "generic", "pure κ + SAC-proxy, no engine quirks")
+    "generic", "pure κ + SAC-proxy, no engine quirks (a research target: its output may be "
+               "left-recursive or slower in an engine)")
 
 EARLEY = Target(
     "earley", "gramopt's own runtime: leaf rules inlined, regular parts kept regular",
@@ -66,9 +89,9 @@ LLAMA_CPP = Target(
     fixups=(("llama.cpp", _llamacpp_fixup),),
     schema_converter="llama.cpp")
 
-TARGETS: dict[str, Target] = {t.name: t for t in (GENERIC, XGRAMMAR, LLGUIDANCE, LLAMA_CPP, EARLEY)}
+TARGETS: dict[str, Target] = {t.name: t for t in (PORTABLE, GENERIC, XGRAMMAR, LLGUIDANCE, LLAMA_CPP, EARLEY)}
 NAMES = tuple(TARGETS)
-DEFAULT = "generic"
+DEFAULT = "portable"
 
 
 def get(target: "str | Target") -> Target:

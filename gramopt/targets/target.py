@@ -19,6 +19,16 @@ Fixup = Callable[[Grammar, list, dict], Grammar]
 what it did in the pass report's ``notes`` and ``fired`` counts."""
 
 
+class Guard(Protocol):
+    """Judges a candidate output against the input before it is kept (the portable target:
+    no engine's static cost may grow, ``targets/portable/guard.py``)."""
+
+    name: str
+
+    def worse(self, original: Grammar, candidate: Grammar) -> str | None:
+        """Why ``candidate`` may cost an engine more than ``original`` (None: keep it)."""
+
+
 class EngineCheck(Protocol):
     """Asks the engine itself whether it treats two grammars alike (llguidance's greedy
     lexer can accept less than the language, depending on the form)."""
@@ -48,7 +58,9 @@ class Target:
     penalty per recursive reference (``objective``). ``left_recursion=False``: the extractor
     emits a forward reference only after a non-nullable item (llama.cpp rejects left
     recursion), and an e-graph pass is never reverted for a κ that grew (removing left
-    recursion may cost states). ``calibrated_engine``: the engine whose fitted node
+    recursion may cost states). ``guard``: judges the pipeline's output against the input;
+    a rejected output gives way to the passes without the e-graph ones, then to the input
+    with only the fix-ups (``passes.optimize``). ``calibrated_engine``: the engine whose fitted node
     weights (``gramopt calibrate``) the extractor may use. ``output_dialect``: the dialect
     that carries what the fix-ups add (xgrammar's lookahead assertions need xgrammar EBNF);
     None when every dialect does.
@@ -63,6 +75,7 @@ class Target:
     calibrated_engine: str | None = None
     fixups: tuple[tuple[str, Fixup], ...] = ()
     engine_check: EngineCheck | None = None
+    guard: Guard | None = None
     output_dialect: str | None = None
     schema_converter: str = "xgrammar"  # whose JSON Schema converter makes its grammar (engines/jsonschema.py)
 
@@ -104,4 +117,4 @@ class Target:
         return grammar
 
 
-__all__ = ["EngineCheck", "Fixup", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_NONE", "Target"]
+__all__ = ["EngineCheck", "Fixup", "Guard", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_NONE", "Target"]

@@ -1,0 +1,277 @@
+"""Is the default target's output ever slower than its input? xgrammar and llguidance, per mask.
+
+    python benchmarks/safe_target_bench.py                      # every corpus gbnf/ebnf grammar with samples
+    python benchmarks/safe_target_bench.py --grammars json,c    # rows whose file name contains one
+    python benchmarks/safe_target_bench.py --target generic     # another target, for comparison
+    python benchmarks/safe_target_bench.py --out benchmarks/results/safe-target-DATE.md
+    python benchmarks/safe_target_bench.py --control            # A/A: output = input, the noise floor
+
+Per grammar of the corpus (gbnf/ebnf with ``*.sample*.txt``): the input as gramopt reads it
+("input") and ``optimize(g, target=T)`` ("output", T the default target unless named), each
+compiled once in xgrammar 0.2.8 (xgrammar EBNF, 1 thread, no cache) and llguidance 1.9.1
+(GBNF, as its adapter prints it), Qwen vocabulary. Every sample is Qwen-tokenized and cut to
+its first ``--max-tokens`` tokens; along it the four matchers run *interleaved*: at each step
+xgrammar-input, xgrammar-output, llguidance-input, llguidance-output fill their masks (each
+timed; one untimed warm-up mask first), the two masks of one engine are compared bit for bit,
+and all four accept the sample's token. Which form fills first alternates from step to step and from run to run, so
+every step is timed in both orders (tokens alternate in kind, and so do the steps' costs). An engine whose input rejects a sample token stops
+there (both its forms), the other goes on. The trajectory is run once untimed (llguidance builds its lexer lazily), then ``--repeats`` times, and each
+step's time is the minimum over the runs (the box is shared: the minimum is the step's cost
+without the neighbours' noise); p50 and p95 are over all steps of all samples.
+
+Ratio = input time / output time (> 1: the output is faster). The summary counts, per engine,
+the grammars with ratio ≥ 0.95 at p50 and at p95 (the done-when of issue 13: all of them).
+Times are wall clock on a shared 2-core machine: compare the ratios, measured side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from corpus_location import CORPUS  # noqa: E402  (the tests' own rule: $GRAMOPT_CORPUS, corpus/, …)
+
+ENGINES = ("xgrammar", "llguidance")
+GOAL = 0.95
+
+
+def corpus_paths(corpus) -> list[str]:
+    out = []
+    for folder, ext in (("gbnf", ".gbnf"), ("ebnf", ".ebnf")):
+        for p in sorted(glob.glob(os.path.join(str(corpus), folder, "*" + ext))):
+            if glob.glob(p[: -len(ext)] + ".sample*.txt"):
+                out.append(p)
+    return out
+
+
+class Side:
+    """One engine's two matchers (input, output) along a trajectory."""
+
+    def __init__(self, name, eng, ha, hb, n):
+        self.name, self.eng, self.n = name, eng, n
+        self.ha, self.hb = ha, hb
+        self.buf_a = np.zeros((n + 31) // 32, np.int32)
+        self.buf_b = np.zeros((n + 31) // 32, np.int32)
+        self.alive = True
+        self.diff = None   # first step where the masks differ
+        self.stop = None   # step where the input rejected the sample token
+
+    def _fresh(self, h):
+        # a new matcher per run: llguidance's stays in its error state through reset() once it
+        # rejected a token; its deep copy shares the compiled grammar and lexer
+        return self.eng.matcher(h.deep_copy() if hasattr(h, "deep_copy") else h)
+
+    def reset(self):
+        self.ma, self.mb = self._fresh(self.ha), self._fresh(self.hb)
+        self.alive, self.diff, self.stop = True, None, None
+        self.ma.fill(self.buf_a)  # warm-up, untimed (dropped below)
+        self.mb.fill(self.buf_b)
+
+    def fill(self, step, flip):
+        if flip:  # which form goes first alternates (what one fills is warm in the cache for the other)
+            self.mb.fill(self.buf_b)
+            self.ma.fill(self.buf_a)
+        else:
+            self.ma.fill(self.buf_a)
+            self.mb.fill(self.buf_b)
+        if self.diff is None and not np.array_equal(self.buf_a, self.buf_b):
+            self.diff = step
+
+    def accept(self, step, tok):
+        if not self.ma.accept(tok):
+            self.alive, self.stop = False, step
+        elif not self.mb.accept(tok):
+            self.alive = False
+            self.diff = step if self.diff is None else self.diff
+
+
+def run_sample(sides, toks, eos, complete, repeats):
+    """Per side: (seconds per step for input, for output) minimum over ``repeats`` runs, after
+    one untimed run (llguidance builds its lexer's automaton lazily, on first use)."""
+    steps = list(toks) + ([eos] if complete else [])
+    best = {s.name: None for s in sides}
+    for run in range(repeats + 1):
+        for s in sides:
+            s.reset()
+            s.ma.fill_s.clear()  # the warm-up mask
+            s.mb.fill_s.clear()
+        for i, t in enumerate(steps):
+            live = [s for s in sides if s.alive]
+            if not live:
+                break
+            for s in live:
+                s.fill(i, (i + run) % 2)
+            if t == eos:
+                break
+            for s in live:
+                s.accept(i, t)
+        if run == 0:
+            continue
+        for s in sides:
+            a, b = np.array(s.ma.fill_s), np.array(s.mb.fill_s)
+            k = min(len(a), len(b))
+            prev = best[s.name]
+            best[s.name] = (a[:k], b[:k]) if prev is None else (np.minimum(prev[0][:k], a[:k]),
+                                                                 np.minimum(prev[1][:k], b[:k]))
+    return best
+
+
+def measure(engs, env, path, target, max_tokens, repeats, control=False):
+    import gramopt
+    from gramopt.engines import EngineError
+    row = {"name": os.path.basename(path), "error": None, "fallback": None, "rules": None}
+    try:
+        g = gramopt.read(path)
+    except Exception as e:  # noqa: BLE001 - a benchmark row, not a crash
+        row["error"] = f"read: {str(e).splitlines()[0][:90]}"
+        return row
+    t = time.perf_counter()
+    try:
+        res = gramopt.optimize(g, target=target, passes=[] if control else None)
+    except Exception as e:  # noqa: BLE001
+        row["error"] = f"optimize: {type(e).__name__}: {str(e).splitlines()[0][:90]}"
+        return row
+    row["optimize_s"] = time.perf_counter() - t
+    out = res.grammar
+    row["rules"] = (len(g.rules), len(out.rules))
+    row["unchanged"] = out == g
+    row["fallback"] = next((n for p in res.report.passes for n in p.notes if "guard" in n and "kept" in n), None)
+    sides = []
+    for name, eng in engs.items():
+        try:
+            ha = eng.compile(g)
+        except EngineError as e:
+            row[name] = {"error": f"input not loaded: {str(e)[:70]}"}
+            continue
+        try:
+            hb = eng.compile(out)
+        except EngineError as e:
+            row[name] = {"error": f"OUTPUT NOT LOADED: {str(e)[:70]}"}
+            continue
+        sides.append(Side(name, eng, ha, hb, len(env.vocab)))
+    times = {s.name: ([], []) for s in sides}
+    flags = {s.name: [] for s in sides}
+    stem = path[: path.rfind(".")]
+    eos = env.vocab.eos_ids[0]
+    for sp in sorted(glob.glob(stem + ".sample*.txt")):
+        toks, complete = env.tokenizer.trajectory(open(sp, encoding="utf-8").read(), max_tokens)
+        best = run_sample(sides, toks, eos, complete, repeats)
+        tag = os.path.basename(sp)[len(os.path.basename(stem)) + 1:-4]
+        for s in sides:
+            times[s.name][0].extend(best[s.name][0])
+            times[s.name][1].extend(best[s.name][1])
+            if s.diff is not None:
+                flags[s.name].append(f"MASKS DIFFER {tag}@{s.diff}")
+            if s.stop is not None:
+                flags[s.name].append(f"input rejects {tag}@{s.stop}")
+    for s in sides:
+        a, b = (np.array(x) * 1e6 for x in times[s.name])
+        if not len(a):
+            row[s.name] = {"error": "no steps"}
+            continue
+        row[s.name] = {"steps": len(a), "p50_a": float(np.percentile(a, 50)), "p95_a": float(np.percentile(a, 95)),
+                       "p50_b": float(np.percentile(b, 50)), "p95_b": float(np.percentile(b, 95)),
+                       "flags": flags[s.name]}
+        r = row[s.name]
+        r["r50"], r["r95"] = r["p50_a"] / r["p50_b"], r["p95_a"] / r["p95_b"]
+    return row
+
+
+def fmt(row) -> str:
+    if row["error"]:
+        return f"| {row['name']} | – | {row['error']} | | | | | | | |"
+    cells = [row["name"], f"{row['rules'][0]}→{row['rules'][1]}" + (" =" if row["unchanged"] else "")]
+    notes = [row["fallback"]] if row["fallback"] else []
+    for e in ENGINES:
+        r = row.get(e, {"error": "not run"})
+        if "error" in r:
+            cells += ["", "", "", ""]
+            notes.append(f"{e}: {r['error']}")
+            continue
+        cells += [f"{r['p50_a']:.1f} → {r['p50_b']:.1f}", f"{r['r50']:.2f}×",
+                  f"{r['p95_a']:.1f} → {r['p95_b']:.1f}", f"{r['r95']:.2f}×"]
+        notes += [f"{e}: {f}" for f in r["flags"]]
+    return "| " + " | ".join(cells + ["; ".join(notes)]) + " |"
+
+
+HEADER = ("| grammar | rules | xgrammar p50 μs | × | xgrammar p95 μs | × | llguidance p50 μs | × | "
+          "llguidance p95 μs | × | notes |\n|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def summary(rows) -> list[str]:
+    lines = []
+    for e in ENGINES:
+        ok = [r for r in rows if not r["error"] and "r50" in r.get(e, {})]
+        g50 = [r["name"] for r in ok if r[e]["r50"] < GOAL]
+        g95 = [r["name"] for r in ok if r[e]["r95"] < GOAL]
+        both = sum(1 for r in ok if r[e]["r50"] >= GOAL and r[e]["r95"] >= GOAL)
+        diff = [r["name"] for r in ok if any("DIFFER" in f for f in r[e]["flags"])]
+        lines.append(f"{e}: {both}/{len(ok)} grammars ≥ {GOAL}× at p50 and p95 "
+                     f"({len(ok) - len(g50)}/{len(ok)} at p50, {len(ok) - len(g95)}/{len(ok)} at p95)"
+                     + (f"; below at p50: {', '.join(g50)}" if g50 else "")
+                     + (f"; below at p95: {', '.join(g95)}" if g95 else "")
+                     + (f"; masks differ: {', '.join(diff)}" if diff else ""))
+        unloaded = [r["name"] for r in rows if not r["error"] and "OUTPUT NOT LOADED" in r.get(e, {}).get("error", "")]
+        if unloaded:
+            lines.append(f"{e}: output not loaded (input loads): {', '.join(unloaded)}")
+    return lines
+
+
+def main(argv=None) -> int:
+    from gramopt import targets
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--target", default=targets.DEFAULT)
+    ap.add_argument("--grammars", default="", help="comma-separated substrings of corpus file names")
+    ap.add_argument("--max-tokens", type=int, default=150)
+    ap.add_argument("--repeats", type=int, default=4)
+    ap.add_argument("--out", default="", help="markdown file to write the table to")
+    ap.add_argument("--control", action="store_true",
+                    help="A/A run: the output is the input itself (the ratios' noise floor)")
+    args = ap.parse_args(argv)
+
+    from gramopt.engines import ENGINES as ADAPTERS, Env
+    from gramopt.runtime import Vocab
+    env = Env.create(Vocab.qwen())
+    engs = {e: ADAPTERS[e](env) for e in ENGINES}
+    for e, eng in engs.items():
+        if eng.missing:
+            print(f"{e}: {eng.missing}", file=sys.stderr)
+            return 2
+        eng.prepare()
+    paths = corpus_paths(CORPUS)
+    if args.grammars:
+        keys = [k for k in args.grammars.split(",") if k]
+        paths = [p for p in paths if any(k in os.path.basename(p) for k in keys)]
+    head = (f"{'CONTROL (output = input), ' if args.control else ''}target {args.target}: {len(paths)} corpus gbnf/ebnf grammars with samples ({CORPUS}), ≤ "
+            f"{args.max_tokens} Qwen tokens per sample, per-step minimum of {args.repeats} runs, "
+            f"engines interleaved; ratio = input / output time (≥ {GOAL}: not slower)")
+    print(head)
+    print(HEADER, flush=True)
+    rows, t0 = [], time.perf_counter()
+    for p in paths:
+        r = measure(engs, env, p, args.target, args.max_tokens, args.repeats, args.control)
+        rows.append(r)
+        print(fmt(r), flush=True)
+    lines = summary(rows)
+    print()
+    print("\n".join(lines))
+    print(f"({time.perf_counter() - t0:.0f} s)")
+    if args.out:
+        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(f"# {__doc__.splitlines()[0]}\n\n`python benchmarks/safe_target_bench.py "
+                    f"{' '.join(argv if argv is not None else sys.argv[1:])}` on "
+                    f"{datetime.date.today().isoformat()}\n\n{head}\n\n{HEADER}\n")
+            f.write("\n".join(fmt(r) for r in rows) + "\n\n" + "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Per-engine static costs of a grammar form: what the "never slower" guard compares.
+
+    engine_costs(grammar, weights) -> {engine: EngineCost}     counted over the rules the start reaches
+    worse_for(before, after) -> [(engine, what, before, after)]  every count that grew
+
+An engine's cost here is a vector, not a number: its calibrated cost model's static cost
+(``cost``: κ·w_κ + Σ node weights × shape counts + W_RECURSION per recursive reference, the
+objective its extractor minimizes, ``costmodels.calibration``) *and* the counts of the shapes
+measured to make that engine slow. A form is no worse for an engine when no component grew.
+The shapes, each with the measurement behind it (``../shared/ENGINES.md``,
+``gramopt/targets/xgrammar``, ``benchmarks/results``):
+
+    shape            engines              why
+    ---------------  -------------------  ---------------------------------------------------
+    star_groups      xgrammar             a repetition of a group or rule (``(a | "\\" e)*``)
+                                          becomes a helper rule whose end is inside nearly every
+                                          token: ~130,000 uncertain tokens per step (llama.cpp
+                                          JSON strings, 47 ms per mask)
+    class_plus       xgrammar             ``[a-z]+`` becomes ``X ::= c X | c``, ending after
+                                          every character
+    nullable_refs    xgrammar             a shared nullable rule (``ws``) ends wherever any caller
+                                          goes on: its FOLLOW is the union, tokens stay uncertain
+    lookaheads (↓)   xgrammar             an assertion lets the mask cache reject tokens; fewer
+                                          assertions, more re-checked tokens (650× on JSON)
+    recursions       llguidance           a rule call per item where a repetition runs in its
+                                          lexer (121× for json.gbnf's stars as helper rules;
+                                          right recursion hits its 50,000-item step limit)
+    left_recursions  llama.cpp, xgrammar  llama.cpp refuses them; xgrammar re-completes the rule
+                                          at every item (9× for ``[ \\t\\n]*`` as ``W ::= W c``)
+    ambiguity        all three            the SAC proxy's shapes (A → A A, E → E op E, (x?)*,
+                                          nullable alternatives): parse forests or llama.cpp's
+                                          stacks multiply (1→7→15→35→75)
+
+Counts are over the rules reachable from the start (unreachable rules cost no engine a step).
+``lookaheads`` counts the other way (more is better); ``worse_for`` knows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..grammar import CharClass, Grammar, Literal, Repeat, Ref, walk
+from ..grammar.analysis import nullable_rules, reachable_rules, recursive_references, structure
+from .calibration import generic_node_weights, static_features
+from .objective import W_RECURSION
+
+ENGINE_SHAPES = {
+    "xgrammar": ("star_groups", "class_plus", "nullable_refs", "lookaheads", "left_recursions", "ambiguity"),
+    "llguidance": ("recursions", "ambiguity"),
+    "llama.cpp": ("left_recursions", "ambiguity"),
+}
+HIGHER_IS_BETTER = frozenset({"lookaheads"})
+
+
+@dataclass(frozen=True)
+class EngineCost:
+    """One engine's view of a grammar form: its cost model's static cost and its shapes."""
+
+    engine: str
+    cost: float
+    shapes: dict = field(default_factory=dict)
+
+
+def reachable_part(g: Grammar) -> Grammar:
+    """``g`` without the rules its start cannot reach."""
+    keep = set(reachable_rules(g))
+    return g if len(keep) == len(g.rules) else g.replace_rules([r for r in g.rules if r.name in keep])
+
+
+def shape_counts(g: Grammar) -> dict:
+    """The shape counts of the table above, over ``g`` (callers pass the reachable part)."""
+    from .sac_proxy import sac_proxy
+    nullable = nullable_rules(g)
+    counts = dict.fromkeys(("star_groups", "class_plus", "nullable_refs", "lookaheads"), 0)
+    for r in g.rules:
+        counts["lookaheads"] += r.lookahead is not None
+        for node in walk(r.body):
+            if isinstance(node, Repeat) and node.max is None:
+                if isinstance(node.item, CharClass) or (isinstance(node.item, Literal) and len(node.item.text) == 1):
+                    counts["class_plus"] += node.min >= 1
+                elif not isinstance(node.item, Literal):
+                    counts["star_groups"] += 1
+            elif isinstance(node, Ref) and node.name in nullable:
+                counts["nullable_refs"] += 1
+    counts["recursions"] = recursive_references(g)
+    counts["left_recursions"] = len(structure(g).left_recursive)
+    counts["ambiguity"] = sac_proxy(g)
+    return counts
+
+
+def model_cost(g: Grammar, weights: dict | None) -> float:
+    """The static cost an engine's calibrated model gives ``g`` (generic weights when the
+    engine has none): what its extractor minimizes, κ and shape counts weighted, plus
+    ``W_RECURSION`` per recursive reference."""
+    w = weights or generic_node_weights()
+    f = static_features(g)
+    return (w.get("kappa", 1.0) * f["kappa"] + sum(w.get(k, 0.0) * f[k] for k in
+                                                 ("concat", "infix", "nullrep", "nullalt", "left_rec", "right_rec"))
+            + W_RECURSION * recursive_references(g))
+
+
+def engine_costs(g: Grammar, weights: dict | None = None) -> dict:
+    """``{engine: EngineCost}`` for every engine of ``ENGINE_SHAPES``; ``weights`` maps an
+    engine to its calibrated node weights (missing: generic)."""
+    part = reachable_part(g)
+    counts = shape_counts(part)
+    return {e: EngineCost(e, model_cost(part, (weights or {}).get(e)), {k: counts[k] for k in shapes})
+            for e, shapes in ENGINE_SHAPES.items()}
+
+
+def worse_for(before: dict, after: dict) -> list[tuple]:
+    """Every (engine, what, before, after) where ``after`` costs more than ``before``
+    (``what`` is "cost model" or a shape), in a fixed order; empty when no engine's cost grew."""
+    out = []
+    for e in ENGINE_SHAPES:
+        b, a = before[e], after[e]
+        if a.cost > b.cost + 1e-9:
+            out.append((e, "cost model", b.cost, a.cost))
+        for k in ENGINE_SHAPES[e]:
+            grew = a.shapes[k] < b.shapes[k] if k in HIGHER_IS_BETTER else a.shapes[k] > b.shapes[k] + 1e-9
+            if grew:
+                out.append((e, k, b.shapes[k], a.shapes[k]))
+    return out
+
+
+__all__ = ["ENGINE_SHAPES", "EngineCost", "engine_costs", "model_cost", "reachable_part", "shape_counts",
+           "worse_for"]

@@ -1,0 +1,45 @@
+"""The portable target's fix-ups: the safety steps every engine needs.
+
+    fixup(grammar, notes, fired) -> grammar     no left recursion, a root no rule references
+
+Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
+
+* **no left recursion**: llama.cpp refuses a left-recursive grammar ("unsupported grammar");
+  ``A ::= A α | β`` becomes ``A ::= β α*`` (``xgrammar.left_recursion``: L(A) = β·α*). The
+  extractor emits none for this target (``left_recursion=False``), so the step only finds
+  what an input or a skipped e-graph pass left.
+* **a root that delegates**: xgrammar 0.2.8 computes wrong masks for a start rule that a rule
+  references (``root ::= "a" root "b" | ""`` misses ``bb`` after ``aaaaaaaa``); such a root
+  becomes ``root ::= R`` with R holding the body (``xgrammar.root_wrapper``). A root no rule
+  references (``root ::= item+``) is left as it is.
+
+Both are language-preserving (each step's module states its argument) and idempotent.
+"""
+
+from __future__ import annotations
+
+from ...grammar import Grammar
+from ..xgrammar.left_recursion import remove_left_recursion
+from ..xgrammar.root_wrapper import wrap_referenced_root
+
+
+def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
+    """``g`` with no direct left recursion and no referenced root (module docstring);
+    ``notes`` / ``fired`` collect what was done, for the pass report."""
+    notes = [] if notes is None else notes
+    fired = {} if fired is None else fired
+    for _ in range(16):  # removing one left recursion can expose none new; bounded all the same
+        g, names = remove_left_recursion(g)
+        if not names:
+            break
+        fired["portable-left-recursion"] = fired.get("portable-left-recursion", 0) + len(names)
+        notes.append(f"portable: left recursion as a star in {', '.join(names[:6])}"
+                     f"{' …' if len(names) > 6 else ''}")
+    g, wrapped = wrap_referenced_root(g)
+    if wrapped:
+        fired["portable-root-wrapper"] = fired.get("portable-root-wrapper", 0) + 1
+        notes.append(f"portable: root delegates to {wrapped}")
+    return g
+
+
+__all__ = ["fixup"]
