@@ -43,7 +43,7 @@ def test_obfuscated_comes_back(path):
     g = load(path)
     if path.name in KNOWN_WORSE:
         pytest.xfail("known: obfuscated form comes back larger")
-    out = optimize(obfuscate(g, seed=1), verify=False).grammar
+    out = optimize(obfuscate(g, seed=1), target="generic", verify=False).grammar
     assert len(out.rules) <= len(g.rules)
     assert kappa(out) <= kappa(g)
 
@@ -52,9 +52,9 @@ def test_obfuscated_comes_back(path):
 @pytest.mark.parametrize("path", [p for p in FILES if small(p)], ids=lambda p: p.name)
 def test_corpus_generic_idempotent_no_worse(path):
     g = load(path)
-    out = optimize(g, verify=False).grammar
+    out = optimize(g, target="generic", verify=False).grammar
     assert kappa(out) + sac_proxy(out) <= kappa(g) + sac_proxy(g)
-    assert optimize(out, verify=False).grammar == out  # timings: benchmarks/optimizer_bench.py
+    assert optimize(out, target="generic", verify=False).grammar == out  # timings: benchmarks/optimizer_bench.py
 
 
 @pytest.mark.slow
@@ -90,7 +90,7 @@ def test_corpus_output_loads_and_accepts_samples(path):
         g = read(str(path), start=validate.LARK_START.get(stem) if path.suffix == ".lark" else None)
     except GrammarError as e:
         pytest.skip(f"reader: {e.message}")
-    out = optimize(g, verify=False).grammar
+    out = optimize(g, target="generic", verify=False).grammar
     assert kappa(out) <= kappa(g)
     texts = [s.read_text(encoding="utf-8") for s in sorted(path.parent.glob(stem + ".sample*.txt"))]
     _, before = own_engine(validate, path, path.read_text(encoding="utf-8"))

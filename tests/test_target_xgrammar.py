@@ -365,7 +365,7 @@ def test_xgrammar_target_does_not_factor_alternatives():
     g = parse('root ::= "{" rest "}" | "[" rest "]"\n'
               'rest ::= "x" tail ";" tail "," tail | "yy" tail ";" tail "," tail | "zz" tail ";" tail "," tail\n'
               'tail ::= [0-9]+\n', "ebnf")
-    generic = optimize(g, passes=["cleanup"]).grammar
+    generic = optimize(g, target="generic", passes=["cleanup"]).grammar
     xgr = optimize(g, target="xgrammar", passes=["cleanup"])
     assert not isinstance(generic.rule("rest").body, Alt)  # ("x" | "yy" | "zz") tail ";" …
     assert xgr.grammar.rule("rest").body == g.rule("rest").body

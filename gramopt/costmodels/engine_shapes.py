@@ -20,6 +20,10 @@ The shapes, each with the measurement behind it (``../shared/ENGINES.md``,
                                           every character
     nullable_refs    xgrammar             a shared nullable rule (``ws``) ends wherever any caller
                                           goes on: its FOLLOW is the union, tokens stay uncertain
+    shared_rules     xgrammar             rules referenced from more than one place: merging two
+                                          equal rules of a JSON-schema grammar into one shared
+                                          rule took xgrammar's p50 from 2.2 to 4.5 μs
+                                          (BFCL_parallel_multiple_121.gbnf)
     lookaheads (↓)   xgrammar             an assertion lets the mask cache reject tokens; fewer
                                           assertions, more re-checked tokens (650× on JSON)
     recursions       llguidance           a rule call per item where a repetition runs in its
@@ -45,7 +49,8 @@ from .calibration import generic_node_weights, static_features
 from .objective import W_RECURSION
 
 ENGINE_SHAPES = {
-    "xgrammar": ("star_groups", "class_plus", "nullable_refs", "lookaheads", "left_recursions", "ambiguity"),
+    "xgrammar": ("star_groups", "class_plus", "nullable_refs", "shared_rules", "lookaheads", "left_recursions",
+                 "ambiguity"),
     "llguidance": ("recursions", "ambiguity"),
     "llama.cpp": ("left_recursions", "ambiguity"),
 }
@@ -82,6 +87,12 @@ def shape_counts(g: Grammar) -> dict:
                     counts["star_groups"] += 1
             elif isinstance(node, Ref) and node.name in nullable:
                 counts["nullable_refs"] += 1
+    uses: dict = {}
+    for r in g.rules:
+        for node in walk(r.body):
+            if isinstance(node, Ref):
+                uses[node.name] = uses.get(node.name, 0) + 1
+    counts["shared_rules"] = sum(1 for n in uses.values() if n > 1)
     counts["recursions"] = recursive_references(g)
     counts["left_recursions"] = len(structure(g).left_recursive)
     counts["ambiguity"] = sac_proxy(g)

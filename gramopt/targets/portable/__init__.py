@@ -10,7 +10,7 @@ Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
   what an input or a skipped e-graph pass left.
 * **a root that delegates**: xgrammar 0.2.8 computes wrong masks for a start rule that a rule
   references (``root ::= "a" root "b" | ""`` misses ``bb`` after ``aaaaaaaa``); such a root
-  becomes ``root ::= R`` with R holding the body (``xgrammar.root_wrapper``). A root no rule
+  becomes ``root ::= root-rec`` with ``root-rec`` holding the body (``xgrammar.root_wrapper``). A root no rule
   references (``root ::= item+``) is left as it is.
 
 Both are language-preserving (each step's module states its argument) and idempotent.
@@ -35,7 +35,8 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
         fired["portable-left-recursion"] = fired.get("portable-left-recursion", 0) + len(names)
         notes.append(f"portable: left recursion as a star in {', '.join(names[:6])}"
                      f"{' …' if len(names) > 6 else ''}")
-    g, wrapped = wrap_referenced_root(g)
+    # '-' where GBNF and xgrammar EBNF are written: llama.cpp's rule names have no '_'
+    g, wrapped = wrap_referenced_root(g, "_" if g.dialect in ("lark", "cfg") else "-")
     if wrapped:
         fired["portable-root-wrapper"] = fired.get("portable-root-wrapper", 0) + 1
         notes.append(f"portable: root delegates to {wrapped}")

@@ -9,14 +9,16 @@ from ...grammar import Grammar, Ref, Rule, refs, rename_refs
 from .common import _fresh
 
 
-def wrap_referenced_root(g: Grammar) -> tuple[Grammar, str | None]:
+def wrap_referenced_root(g: Grammar, sep: str = "_") -> tuple[Grammar, str | None]:
     """A start rule that some rule references (itself included) delegates to a fresh rule
     holding its body, and every reference to it points there; returns (grammar, the new
-    rule's name or None when nothing changed)."""
+    rule's name or None when nothing changed). The new rule is ``{start}{sep}rec`` (the
+    portable target passes "-": llama.cpp's rule names have no '_'). Argument: the fresh
+    rule derives what the start derived, and the start derives exactly the fresh rule."""
     root = g.rule(g.start)
     if not any(g.start in refs(r.body) for r in g.rules):
         return g, None
-    name = _fresh(f"{g.start}_rec", set(g.names))
+    name = _fresh(f"{g.start}{sep}rec", set(g.names))
     mapping = {g.start: name}
     out = []
     for r in g.rules:

@@ -1,0 +1,298 @@
+"""The default target (``portable``): safe in every engine, never slower than its input.
+
+What it must give (issue 13): no left recursion (llama.cpp refuses it), no root that a rule
+references (xgrammar 0.2.8's mask bug), xgrammar's masks of the output equal the input's
+along the corpus samples, every target's output loads in its engine(s), and a candidate that
+costs any engine more (``costmodels.engine_shapes``) gives way to a fallback, saying why.
+Speed: ``benchmarks/safe_target_bench.py`` (no timing here).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+
+import numpy as np
+import pytest
+
+from corpus_location import CORPUS
+
+import gramopt
+from gramopt import targets
+from gramopt.costmodels.engine_shapes import engine_costs, worse_for
+from gramopt.formats import parse, read, write
+from gramopt.grammar import GrammarError, Ref
+from gramopt.grammar.analysis import structure
+from gramopt.passes import optimize
+from gramopt.targets.portable import fixup
+from gramopt.verify import check_equivalence
+
+HAVE_XGRAMMAR = importlib.util.find_spec("xgrammar") is not None
+HAVE_LLG = importlib.util.find_spec("llguidance") is not None
+HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("gguf") is not None
+GBNF = sorted(CORPUS.glob("gbnf/*.gbnf")) if CORPUS.is_dir() else []
+WITH_SAMPLES = sorted(p for p in (GBNF + (sorted(CORPUS.glob("ebnf/*.ebnf")) if CORPUS.is_dir() else []))
+                      if list(p.parent.glob(p.name[: -len(p.suffix)] + ".sample*.txt")))
+# the default suite's share of the mask comparison (the rest: -m slow)
+FAST_MASKS = ("llamacpp__json.gbnf", "llamacpp__arithmetic.gbnf", "llamacpp__list.gbnf", "llamacpp__c.gbnf",
+              "llamacpp__chess.gbnf", "maskbench-xgrammar__Kubernetes-kb_412_Normalized.ebnf")
+README_EXAMPLE = "examples/anbn_g2.ebnf"
+
+
+@functools.lru_cache(maxsize=None)
+def portable_output(path: str):
+    """(input, default-target output) of a corpus file, or None when gramopt cannot read it."""
+    try:
+        g = read(path)
+    except GrammarError:
+        return None
+    return g, optimize(g, verify=False).grammar
+
+
+def _referenced_root(g) -> bool:
+    from gramopt.grammar import refs
+    return any(g.start in refs(r.body) for r in g.rules)
+
+
+# ---------------------------------------------------------------- the record
+
+
+def test_portable_is_the_default_and_generic_stays():
+    assert targets.DEFAULT == "portable"
+    assert {"portable", "generic"} <= set(targets.NAMES)
+    t = targets.get("portable")
+    assert not t.left_recursion and t.guard is not None and t.schema_converter == "xgrammar"
+
+
+# ---------------------------------------------------------------- the fix-ups: start ⇒ goal
+
+
+@pytest.mark.parametrize("src, goal", [
+    # direct left recursion as a star
+    ('root ::= x\nx ::= x "," [0-9] | [0-9]', 'root ::= x\nx ::= [0-9] ("," [0-9])*'),
+    # a root that references itself delegates
+    ('root ::= "a" root "b" | ""', 'root ::= root-rec\nroot-rec ::= "a" root-rec "b" | ""'),
+    # a root referenced through another rule delegates too
+    ('root ::= "[" v "]"\nv ::= root | "1"', 'root ::= root-rec\nroot-rec ::= "[" v "]"\nv ::= root-rec | "1"'),
+    # a left-recursive root: first the star, then nothing references the root
+    ('root ::= root "a" | "b"', 'root ::= "b" "a"*'),
+])
+def test_fixup_start_to_goal(src, goal):
+    g = parse(src, "ebnf")
+    out = fixup(g)
+    assert out == parse(goal, "ebnf"), write(out)
+    assert check_equivalence(g, out).ok
+    assert fixup(out) == out  # idempotent
+
+
+@pytest.mark.parametrize("src", ['root ::= item+\nitem ::= "- " [a-z]+ "\\n"', 'root ::= "a" b\nb ::= "b"*'])
+def test_fixup_leaves_safe_grammars_alone(src):
+    g = parse(src, "ebnf")
+    assert fixup(g) is g
+
+
+# ---------------------------------------------------------------- the guard
+
+
+def test_guard_counts_what_each_engine_pays_for():
+    star = parse('root ::= "\\"" s\ns ::= ([a-z] | "\\\\" [nt])* "\\""', "ebnf")        # llguidance's form
+    rec = parse('root ::= "\\"" s\ns ::= "\\"" | [a-z] s | "\\\\" [nt] s', "ebnf")      # xgrammar's form
+    grew = {(e, k) for e, k, _, _ in worse_for(engine_costs(rec), engine_costs(star))}
+    assert ("xgrammar", "star_groups") in grew and not any(e == "llguidance" for e, _ in grew)
+    back = {(e, k) for e, k, _, _ in worse_for(engine_costs(star), engine_costs(rec))}
+    assert ("llguidance", "recursions") in back
+    assert worse_for(engine_costs(rec), engine_costs(rec)) == []
+
+
+def test_guard_falls_back_and_says_why():
+    # xgrammar's own string rule: the e-graph makes it a star (llguidance's form) with a
+    # cost in κ that looks lower, but the star of a group costs xgrammar; the guard refuses
+    # it, the passes without the e-graph change nothing, so the input is kept
+    src = 'root ::= "\\"" s ws\ns ::= "\\"" | [a-z] s | "\\\\" [nt] s\nws ::= [ ]*'
+    g = parse(src, "ebnf")
+    r = optimize(g)
+    guard = [p for p in r.report.passes if p.name == "guard"]
+    assert guard and guard[0].notes[0] == ("no-slower: costs more than the input: xgrammar star_groups 0→1")
+    assert guard[0].notes[-1] == "kept the input with only the fix-ups"
+    assert r.report.notes == ["kept the input with only the fix-ups (no-slower: costs more than the input: "
+                              "xgrammar star_groups 0→1)"]
+    assert r.grammar == g and r.report.verified == "ok"
+
+
+def test_guard_is_deterministic():
+    g = read(str(CORPUS / "ebnf/maskbench-xgrammar__Kubernetes-kb_412_Normalized.ebnf")) if CORPUS.is_dir() else None
+    if g is None:
+        pytest.skip("corpus not found")
+    a, b = optimize(g, verify=False), optimize(g, verify=False)
+    assert a.grammar == b.grammar and write(a.grammar) == write(b.grammar)
+
+
+# ---------------------------------------------------------------- the cases of issue 13
+
+
+def test_readme_example_does_not_trip_the_xgrammar_root_bug():
+    g = read(README_EXAMPLE)
+    out = optimize(g).grammar
+    assert not _referenced_root(out)
+    assert out.rule(out.start).body == Ref("root-rec")
+    assert write(out).splitlines()[-2:] == ['root ::= root-rec', 'root-rec ::= "a" root-rec "b" | ""']
+
+
+@pytest.mark.skipif(not HAVE_XGRAMMAR, reason="xgrammar not installed")
+def test_readme_example_masks_in_xgrammar(qwen):
+    """Along a^8: the default output's xgrammar masks allow ``bb`` (the bug: the directly
+    self-recursive root's do not), as gramopt's exact runtime does."""
+    from gramopt.engines.xgrammar import compile_grammar, matcher
+    from gramopt.runtime import Matcher
+    g = read(README_EXAMPLE)
+    out = optimize(g).grammar
+    enc = {b: i for i, b in enumerate(qwen.token_bytes)}
+    m = matcher(compile_grammar(out, qwen))
+    exact = Matcher(out, qwen)
+    row = np.zeros(qwen.n_words, np.int32)
+    ref = np.zeros((1, qwen.n_words), np.int32)
+    for _ in range(8):
+        assert m.accept(enc[b"a"]) and exact.accept_token(enc[b"a"])
+    m.fill(row)
+    exact.fill_next_token_bitmask(ref, 0)
+    assert np.array_equal(row, ref[0])
+    bb = enc[b"bb"]
+    assert (row[bb >> 5] >> (bb & 31)) & 1
+
+
+def test_obfuscated_list_comes_back_as_item_plus():
+    from gramopt.bench.suites import file_case, obfuscated_case
+    path = CORPUS / "gbnf/llamacpp__list.gbnf"
+    if not path.exists():
+        pytest.skip("corpus not found")
+    obf = parse(obfuscated_case(file_case(str(path))).text, "gbnf")
+    out = optimize(obf).grammar
+    assert len(out.rules) == 2, write(out)
+    assert write(out).startswith("root ::= item+\n")
+    assert not _referenced_root(out) and not structure(out).left_recursive
+
+
+# ---------------------------------------------------------------- over the corpus
+
+
+@pytest.mark.skipif(not GBNF, reason="corpus not found")
+@pytest.mark.parametrize("path", GBNF, ids=lambda p: p.name)
+def test_corpus_gbnf_output_has_no_left_recursion_and_loads_in_llamacpp(path, tmp_path_factory):
+    got = portable_output(str(path))
+    if got is None:
+        pytest.skip("gramopt cannot read it")
+    g, out = got
+    assert not structure(out).left_recursive
+    assert not _referenced_root(out)
+    if HAVE_LLAMA:
+        from gramopt.engines.llamacpp import LlamaGrammar
+        LlamaGrammar.compile(write(out, "gbnf"), _byte_vocab(tmp_path_factory))  # raises when refused
+
+
+_VOCAB = []
+
+
+def _byte_vocab(tmp_path_factory):
+    """A 256-byte vocabulary whose GGUF goes to a temporary cache (written once per process)."""
+    if not _VOCAB:
+        import os
+        from gramopt.runtime.vocab import Vocab
+        os.environ.setdefault("GRAMOPT_CACHE", str(tmp_path_factory.mktemp("llama-cache")))
+        _VOCAB.append(Vocab.from_bytes([bytes([b]) for b in range(256)], eos=256))
+    return _VOCAB[0]
+
+
+def _mask_cases(fast: bool):
+    return [pytest.param(p, id=p.name, marks=[] if fast else [pytest.mark.slow])
+            for p in WITH_SAMPLES if (p.name in FAST_MASKS) == fast]
+
+
+def _xgrammar_masks_agree(path, qwen, max_tokens):
+    """xgrammar's masks of the input and of the default output, step by step along every
+    sample (cut to ``max_tokens`` Qwen tokens): equal wherever the input's own matcher goes."""
+    from gramopt.engines.xgrammar import compile_grammar, matcher
+    from gramopt.runtime.tokenize import Tokenizer
+    got = portable_output(str(path))
+    if got is None:
+        pytest.skip("gramopt cannot read it")
+    g, out = got
+    try:
+        ca = compile_grammar(g, qwen)
+    except RuntimeError as e:
+        pytest.skip(f"xgrammar refuses the input: {e}")
+    cb = compile_grammar(out, qwen)  # the output must load where the input does
+    tok = Tokenizer.for_vocab(qwen)
+    stem = path.name[: -len(path.suffix)]
+    ra, rb = np.zeros(qwen.n_words, np.int32), np.zeros(qwen.n_words, np.int32)
+    for sample in sorted(path.parent.glob(stem + ".sample*.txt")):
+        toks, _ = tok.trajectory(sample.read_text(encoding="utf-8"), max_tokens)
+        ma, mb = matcher(ca), matcher(cb)
+        for i, t in enumerate(toks):
+            ma.fill(ra)
+            mb.fill(rb)
+            assert np.array_equal(ra, rb), f"{sample.name}: masks differ at step {i}"
+            if not ma.accept(t):
+                break  # the input's matcher stops here (a sample xgrammar rejects)
+            assert mb.accept(t)
+            if t in qwen.eos_ids:
+                break
+
+
+@pytest.mark.skipif(not (HAVE_XGRAMMAR and WITH_SAMPLES), reason="xgrammar or the corpus missing")
+@pytest.mark.parametrize("path", _mask_cases(fast=True))
+def test_xgrammar_masks_equal_along_samples(path, qwen):
+    _xgrammar_masks_agree(path, qwen, 48)
+
+
+@pytest.mark.skipif(not (HAVE_XGRAMMAR and WITH_SAMPLES), reason="xgrammar or the corpus missing")
+@pytest.mark.parametrize("path", _mask_cases(fast=False))
+def test_xgrammar_masks_equal_along_samples_whole_corpus(path, qwen):
+    _xgrammar_masks_agree(path, qwen, 10_000)
+
+
+# ---------------------------------------------------------------- every target in its engine(s)
+
+
+TARGET_ENGINES = {"portable": ("xgrammar", "llguidance", "llama.cpp"), "xgrammar": ("xgrammar",),
+                  "llguidance": ("llguidance",), "llama.cpp": ("llama.cpp",), "earley": (), "generic": ()}
+CASES = {
+    "anbn": ('root ::= "a" root "b" | ""', "ebnf"),
+    "json-ish": ('root ::= value\nvalue ::= "[" ws (value ("," ws value)*)? "]" | [0-9]+\nws ::= [ ]*', "gbnf"),
+    "left-rec": ('root ::= list\nlist ::= list "," item | item\nitem ::= [a-z]+', "gbnf"),
+}
+
+
+def _loads(engine: str, g, tmp_path_factory):
+    if engine == "xgrammar":
+        if not HAVE_XGRAMMAR:
+            return
+        import xgrammar as xgr
+        info = xgr.TokenizerInfo([bytes([b]) for b in range(256)], xgr.VocabType.RAW, vocab_size=257,
+                                 stop_token_ids=[256], add_prefix_space=False)
+        xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False).compile_grammar(write(g, "ebnf"),
+                                                                                    root_rule_name=g.start)
+    elif engine == "llguidance":
+        if not HAVE_LLG:
+            return
+        from gramopt.engines.llguidance import _matcher
+        assert _matcher(g) is not None, "llguidance refuses the output"
+    elif engine == "llama.cpp":
+        if not HAVE_LLAMA:
+            return
+        from gramopt.engines.llamacpp import LlamaGrammar
+        LlamaGrammar.compile(write(g, "gbnf"), _byte_vocab(tmp_path_factory))
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("target", list(TARGET_ENGINES))
+def test_each_target_output_loads_in_its_engines_and_avoids_their_bugs(target, case, tmp_path_factory):
+    src, dialect = CASES[case]
+    g = parse(src, dialect)
+    out = optimize(g, target=target).grammar
+    engines = TARGET_ENGINES[target]
+    if "xgrammar" in engines:
+        assert not _referenced_root(out), write(out)      # xgrammar 0.2.8's root bug
+    if "llama.cpp" in engines:
+        assert not structure(out).left_recursive, write(out)  # llama.cpp refuses it
+    for e in engines:
+        _loads(e, out, tmp_path_factory)
