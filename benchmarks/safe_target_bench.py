@@ -142,7 +142,7 @@ def measure(engs, env, path, target, max_tokens, repeats, control=False):
     out = res.grammar
     row["rules"] = (len(g.rules), len(out.rules))
     row["unchanged"] = out == g
-    row["fallback"] = next((n for p in res.report.passes for n in p.notes if "guard" in n and "kept" in n), None)
+    row["fallback"] = next((n for n in res.report.notes if n.startswith("kept ")), None)
     sides = []
     for name, eng in engs.items():
         try:
@@ -206,21 +206,32 @@ HEADER = ("| grammar | rules | xgrammar p50 μs | × | xgrammar p95 μs | × | l
 
 
 def summary(rows) -> list[str]:
+    """Per engine: grammars ≥ GOAL at p50 and p95, over all rows and over the rows whose
+    output differs from the input (an unchanged output is the same text in both columns:
+    its ratio is the measurement's noise, shown but not a property of the target)."""
     lines = []
+    same = sum(1 for r in rows if not r["error"] and r.get("unchanged"))
+    lines.append(f"{sum(1 for r in rows if not r['error'])} grammars measured, {same} outputs identical to "
+                 f"the input (marked =), {sum(1 for r in rows if r['error'])} not measured")
     for e in ENGINES:
         ok = [r for r in rows if not r["error"] and "r50" in r.get(e, {})]
+        changed = [r for r in ok if not r.get("unchanged")]
         g50 = [r["name"] for r in ok if r[e]["r50"] < GOAL]
         g95 = [r["name"] for r in ok if r[e]["r95"] < GOAL]
         both = sum(1 for r in ok if r[e]["r50"] >= GOAL and r[e]["r95"] >= GOAL)
+        cboth = sum(1 for r in changed if r[e]["r50"] >= GOAL and r[e]["r95"] >= GOAL)
         diff = [r["name"] for r in ok if any("DIFFER" in f for f in r[e]["flags"])]
         lines.append(f"{e}: {both}/{len(ok)} grammars ≥ {GOAL}× at p50 and p95 "
-                     f"({len(ok) - len(g50)}/{len(ok)} at p50, {len(ok) - len(g95)}/{len(ok)} at p95)"
+                     f"({len(ok) - len(g50)}/{len(ok)} at p50, {len(ok) - len(g95)}/{len(ok)} at p95); "
+                     f"of the {len(changed)} changed outputs {cboth}"
                      + (f"; below at p50: {', '.join(g50)}" if g50 else "")
                      + (f"; below at p95: {', '.join(g95)}" if g95 else "")
                      + (f"; masks differ: {', '.join(diff)}" if diff else ""))
         unloaded = [r["name"] for r in rows if not r["error"] and "OUTPUT NOT LOADED" in r.get(e, {}).get("error", "")]
         if unloaded:
             lines.append(f"{e}: output not loaded (input loads): {', '.join(unloaded)}")
+    fell = [r["name"] for r in rows if r.get("fallback")]
+    lines.append(f"guard fell back on {len(fell)}: {', '.join(fell) or '-'}")
     return lines
 
 

@@ -1,7 +1,7 @@
 """Batches: a folder of grammars and schemas, or a JSONL file of schemas, optimized on local
 worker processes (the default) or on a Dask cluster, with a content-addressed cache.
 
-    items = batch_items(input, outdir, to=None, target="generic")   one Item per grammar / schema
+    items = batch_items(input, outdir, to=None, target="portable")   one Item per grammar / schema
     run_batch(items, options, outdir, workers=0, scheduler=None, cache_dir=None, progress=True)
         -> exit code (the worst of the items'; 0 when all succeeded)
 
@@ -62,7 +62,7 @@ class Item:
 # ---------------------------------------------------------------- what to optimize
 
 
-def batch_items(path: str, outdir: str, to: str | None = None, target: str = "generic",
+def batch_items(path: str, outdir: str, to: str | None = None, target: str = targets.DEFAULT,
                 dialect: str | None = None) -> list[Item]:
     """The items of a folder (grammar files by extension, ``.json`` schemas, ``.jsonl`` files
     line by line; hidden folders skipped) or of one JSONL file, with their output paths
@@ -234,7 +234,7 @@ def optimize_item(item: dict, options: dict, cache_dir: str | None) -> dict:
 def _optimize(it: Item, options: dict):
     from .formats import parse, write
     from .passes import optimize
-    target = options.get("target", "generic")
+    target = options.get("target", targets.DEFAULT)
     if it.kind == "jsonschema":
         from .engines.jsonschema import convert_for, parse_schema
         grammar, _ = convert_for(parse_schema(it.text, it.source, it.line), targets.get(target).schema_converter)

@@ -15,7 +15,7 @@ from ..engines.llguidance import CHECK as LLGUIDANCE_CHECK
 from ..grammar import Grammar
 from .target import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE, EngineCheck, Target
 from .llamacpp import fixup as _llamacpp_fixup
-from .portable import fixup as _portable_fixup
+from .portable import fixup as _portable_fixup, no_left_recursion as _no_left_recursion
 from .portable.guard import GUARD as _NO_SLOWER
 from .xgrammar import fixup as _xgrammar_fixup
 
@@ -84,9 +84,11 @@ LLAMA_CPP = Target(
     recursion_penalty=W_RECURSION,
     left_recursion=False,
     calibrated_engine="llama.cpp",
-    # llama.cpp tries the alternative written last first: repetitions written empty-first and
-    # alternations widest-last (targets/llamacpp.py; in-string masks 133 → 92 ms in one run)
-    fixups=(("llama.cpp", _llamacpp_fixup),),
+    # no left recursion: the extractor emits none, but an input the e-graph skipped (too
+    # large) may still have some; then llama.cpp tries the alternative written last first:
+    # repetitions written empty-first and alternations widest-last (targets/llamacpp.py;
+    # in-string masks 133 → 92 ms in one run)
+    fixups=(("no-left-recursion", _no_left_recursion), ("llama.cpp", _llamacpp_fixup)),
     schema_converter="llama.cpp")
 
 TARGETS: dict[str, Target] = {t.name: t for t in (PORTABLE, GENERIC, XGRAMMAR, LLGUIDANCE, LLAMA_CPP, EARLEY)}

@@ -1,6 +1,7 @@
 """The portable target's fix-ups: the safety steps every engine needs.
 
     fixup(grammar, notes, fired) -> grammar     no left recursion, a root no rule references
+    no_left_recursion(grammar, notes, fired)    the first step alone (the llama.cpp target's fix-up)
 
 Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
 
@@ -23,18 +24,26 @@ from ..xgrammar.left_recursion import remove_left_recursion
 from ..xgrammar.root_wrapper import wrap_referenced_root
 
 
+def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
+    """``g`` with no direct left recursion (``A ::= A α | β`` as ``A ::= β α*``); ``notes`` /
+    ``fired`` collect what was done."""
+    notes = [] if notes is None else notes
+    fired = {} if fired is None else fired
+    for _ in range(16):  # one round removes every direct left recursion; bounded all the same
+        g, names = remove_left_recursion(g)
+        if not names:
+            break
+        fired["left-recursion"] = fired.get("left-recursion", 0) + len(names)
+        notes.append(f"left recursion as a star in {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
+    return g
+
+
 def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
     """``g`` with no direct left recursion and no referenced root (module docstring);
     ``notes`` / ``fired`` collect what was done, for the pass report."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
-    for _ in range(16):  # removing one left recursion can expose none new; bounded all the same
-        g, names = remove_left_recursion(g)
-        if not names:
-            break
-        fired["portable-left-recursion"] = fired.get("portable-left-recursion", 0) + len(names)
-        notes.append(f"portable: left recursion as a star in {', '.join(names[:6])}"
-                     f"{' …' if len(names) > 6 else ''}")
+    g = no_left_recursion(g, notes, fired)
     # '-' where GBNF and xgrammar EBNF are written: llama.cpp's rule names have no '_'
     g, wrapped = wrap_referenced_root(g, "_" if g.dialect in ("lark", "cfg") else "-")
     if wrapped:
@@ -43,4 +52,4 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     return g
 
 
-__all__ = ["fixup"]
+__all__ = ["fixup", "no_left_recursion"]
