@@ -9,8 +9,8 @@ the candidate with the input under every engine's static cost (``costmodels.engi
 its calibrated model's cost and the counts of the shapes measured to make it slow) and
 rejects the candidate when any component grew for any engine. It is deterministic (counts of
 the grammar, no timing) and conservative: a rewrite whose effect the counts cannot vouch for
-is not taken. The pass manager then tries the passes without the e-graph ones, and falls back
-to the input with only the target's safety fix-ups (``passes._guarded``).
+is not taken: the pass manager then keeps the input with only the target's safety fix-ups
+(``passes._judged``; the clean-ups alone are no safer for every engine).
 """
 
 from __future__ import annotations
