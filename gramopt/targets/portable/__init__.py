@@ -6,12 +6,12 @@
 Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
 
 * **no left recursion**: llama.cpp refuses a left-recursive grammar ("unsupported grammar");
-  ``A ::= A α | β`` becomes ``A ::= β α*`` (``xgrammar.left_recursion``: L(A) = β·α*). The
+  ``A ::= A α | β`` becomes ``A ::= β α*`` (``transforms.reshape.left_recursion``: L(A) = β·α*). The
   extractor emits none for this target (``left_recursion=False``), so the step only finds
   what an input or a skipped e-graph pass left.
 * **a root that delegates**: xgrammar 0.2.8 computes wrong masks for a start rule that a rule
   references (``root ::= "a" root "b" | ""`` misses ``bb`` after ``aaaaaaaa``); such a root
-  becomes ``root ::= root-rec`` with ``root-rec`` holding the body (``xgrammar.root_wrapper``). A root no rule
+  becomes ``root ::= root-rec`` with ``root-rec`` holding the body (``transforms.reshape.root_wrapper``). A root no rule
   references (``root ::= item+``) is left as it is.
 
 Both are language-preserving (each step's module states its argument) and idempotent.
@@ -20,8 +20,7 @@ Both are language-preserving (each step's module states its argument) and idempo
 from __future__ import annotations
 
 from ...grammar import Grammar
-from ..xgrammar.left_recursion import remove_left_recursion
-from ..xgrammar.root_wrapper import wrap_referenced_root
+from ...transforms.reshape import remove_left_recursion, wrap_referenced_root
 
 
 def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
