@@ -330,3 +330,13 @@ def test_xgrammar_self_recursive_root_bug_arbitrated(qwen, xgr_info, encoder):
         want = oracle.is_viable_prefix(prefix + tb) if tb else oracle.accepts(prefix)
         assert bool(gbits[t]) == want, (int(t), tb)
     assert qwen.token_bytes.index(b"bb") in np.nonzero(gbits)[0]
+
+
+def test_xgrammar_engine_compiles_a_grammar_whose_start_is_not_root(qwen):
+    """The EBNF writer names the start rule ``root``; the adapter must ask xgrammar for that
+    name, not the grammar's own (it failed for every start called otherwise)."""
+    from gramopt.engines.xgrammar import compile_grammar
+    g = Grammar((Rule("S", seq(Literal("a"), Ref("T"))), Rule("T", alt(Literal("b"), Literal("c")))), "S")
+    compiled = compile_grammar(g, qwen)
+    assert xgr.GrammarMatcher(compiled).accept_string("ab")
+    assert not xgr.GrammarMatcher(compiled).accept_string("ad")

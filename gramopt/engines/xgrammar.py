@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from ..formats import write
+from ..formats.ebnf import START
 from ..grammar import Grammar
 from .base import Engine, EngineError, EngineMatcher, first_line
 
@@ -33,13 +34,18 @@ def tokenizer_info(vocab):
 def compile_grammar(grammar: Grammar, vocab):
     """xgrammar's compiled form of a gramopt ``Grammar`` (printed as xgrammar EBNF). Raises
     ``RuntimeError`` with xgrammar's first message line when xgrammar refuses it."""
-    import xgrammar as xgr
-    text = write(grammar, "ebnf")
     try:
-        return xgr.GrammarCompiler(tokenizer_info(vocab), max_threads=1,
-                                   cache_enabled=False).compile_grammar(text, root_rule_name=grammar.start)
+        return _compile_text(write(grammar, "ebnf"), vocab)
     except Exception as e:  # noqa: BLE001 - xgrammar raises RuntimeError and friends
         raise RuntimeError(f"xgrammar: {first_line(e)}") from None
+
+
+def _compile_text(text: str, vocab):
+    """xgrammar's compiled form of gramopt-written EBNF, whose start rule is always ``root``
+    (the writer renames it: ``formats.ebnf.with_root_start``)."""
+    import xgrammar as xgr
+    return xgr.GrammarCompiler(tokenizer_info(vocab), max_threads=1, cache_enabled=False).compile_grammar(
+        text, root_rule_name=START)
 
 
 class XgrammarMatcher(EngineMatcher):
@@ -108,11 +114,8 @@ class Xgrammar(Engine):
         tokenizer_info(self.env.vocab)
 
     def compile(self, grammar: Grammar):
-        import xgrammar as xgr
-        text = self.printed(grammar)
         try:
-            return xgr.GrammarCompiler(tokenizer_info(self.env.vocab), max_threads=1, cache_enabled=False).compile_grammar(
-                text, root_rule_name=grammar.start)
+            return _compile_text(self.printed(grammar), self.env.vocab)
         except Exception as e:  # noqa: BLE001 - xgrammar raises RuntimeError and friends
             raise EngineError(f"xgrammar: {first_line(e)}") from None
 
