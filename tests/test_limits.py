@@ -50,7 +50,7 @@ def test_the_work_budget_does_not_hide_a_difference():
 
 def test_optimize_keeps_the_input_when_the_budget_is_spent_and_says_so():
     g = parse(NESTED, "gbnf")
-    res = optimize(g, bounds=Bounds(max_work=200_000))
+    res = optimize(g, target="generic", bounds=Bounds(max_work=200_000))  # portable keeps it unverified
     assert res.grammar == g and res.report.verified == "ok"
     assert len(res.report.stops) == 1 and "work budget (200,000 Earley steps)" in res.report.stops[0]
     assert "stopped: verification stopped" in res.report.format()
@@ -59,7 +59,7 @@ def test_optimize_keeps_the_input_when_the_budget_is_spent_and_says_so():
 def test_the_cli_prints_the_stop_reason_without_report(tmp_path, capsys):
     src, out = tmp_path / "nest.gbnf", tmp_path / "out.gbnf"
     src.write_text(NESTED, encoding="utf-8")
-    assert run("optimize", src, "-o", out, "--max-verify-work", "200000") == 0
+    assert run("optimize", src, "-o", out, "--target", "generic", "--max-verify-work", "200000") == 0
     err = capsys.readouterr().err
     assert f"{src}: note: verification stopped: its work budget (200,000 Earley steps)" in err
     assert check_equivalence(read(str(src)), read(str(out)), Bounds(max_work=100_000)).ok
@@ -71,7 +71,7 @@ def test_the_nested_repetition_ends_with_the_default_budget(tmp_path, command):
     src, opt = tmp_path / "nest.gbnf", tmp_path / "opt.gbnf"
     src.write_text(NESTED, encoding="utf-8")
     opt.write_text(NESTED_OPT, encoding="utf-8")
-    argv = ["optimize", src, "-o", tmp_path / "out.gbnf"] if command == "optimize" else ["verify", src, opt]
+    argv = ["optimize", src, "-o", tmp_path / "out.gbnf", "--target", "generic"] if command == "optimize" else ["verify", src, opt]
     t = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "gramopt.cli", *map(str, argv)], capture_output=True, text=True,
                        cwd=ROOT, timeout=300)
@@ -160,8 +160,8 @@ def test_no_limit_leaves_the_body_alone():
 def test_the_cli_refuses_in_one_line_and_writes_nothing(tmp_path, argv, stage_name):
     src, out = tmp_path / "nest.gbnf", tmp_path / "out.gbnf"
     src.write_text(NESTED, encoding="utf-8")
-    p = subprocess.run([sys.executable, "-m", "gramopt.cli", "optimize", str(src), "-o", str(out), *argv],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    p = subprocess.run([sys.executable, "-m", "gramopt.cli", "optimize", str(src), "-o", str(out), "--target", "generic",
+                        *argv], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{src}: error: stopped at {argv[0]} {argv[1]}")
