@@ -244,10 +244,10 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
         rr = runner.run(eg)
         rep.saturation = rr.to_json()
         rep.fired.update(rr.fired)
-        if rr.stop_reason is StopReason.SAFETY_LIMIT:
-            rep.stops.append(f"stopped at the safety time limit ({ctx.limits.safety_seconds:g} s): "
-                             f"e-graph pass skipped, input kept")
-            return g
+        if rr.stop_reason is StopReason.SAFETY_LIMIT:  # keeping the input would be other bytes: refuse
+            raise GrammarError(f"saturation stopped at its safety time limit ({ctx.limits.safety_seconds:g} s): "
+                               f"nothing written (its budgets are work units; this machine is too slow or "
+                               f"too loaded for this limit)")
         if rr.stop_reason is not StopReason.SATURATED:
             rep.notes.append(f"stopped: {rr.stop_reason.value}")
         t = ctx.target

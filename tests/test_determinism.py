@@ -55,11 +55,16 @@ def test_saturation_does_not_read_the_clock(src, monkeypatch):
     assert busy.stop_reason is not StopReason.SAFETY_LIMIT
 
 
-def test_saturation_safety_limit_keeps_the_input_and_says_so():
+def test_saturation_safety_limit_refuses():
+    """Keeping the input when time runs out would give other bytes under load: refuse instead."""
     g = parse(GRAMMARS[1], "gbnf")
-    r = optimize(g, passes=["saturate"], limits=Limits(safety_seconds=0.0), verify=False)
-    assert r.grammar == g
-    assert "safety time limit" in " ".join(r.report.passes[0].stops)
+    with pytest.raises(GrammarError, match="safety time limit"):
+        optimize(g, passes=["saturate"], limits=Limits(safety_seconds=0.0), verify=False)
+
+
+def test_no_wall_clock_limit_by_default():
+    """Work units bound saturation and verification; time is only what a caller asks for."""
+    assert Limits().safety_seconds == float("inf") and Bounds().safety_seconds == float("inf")
 
 
 def test_verifier_budgets_do_not_read_the_clock(monkeypatch):
