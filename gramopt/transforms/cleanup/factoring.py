@@ -171,7 +171,7 @@ def _rule(rule: Rule, dialect: str) -> Rule:
     return replace(rule, body=body)
 
 
-_MEMO: dict[tuple[Rule, str], Rule] = {}  # (rule, dialect) -> _rule's result; insertion order
+_MEMO: dict[tuple[Rule, str], Expr] = {}  # (rule, dialect) -> the body _rule gives; insertion order
 _MEMO_SIZE = 256
 
 
@@ -179,14 +179,17 @@ def _rule_memo(rule: Rule, dialect: str) -> Rule:
     """``_rule`` remembered for the last ``_MEMO_SIZE`` rules: the pipeline runs this pass
     again on its own output (its fixpoint, the clean-up rounds, the pipeline's fixpoint),
     and a 50,000-word enum took a second per run. ``_rule`` is a pure function of the rule
-    and the dialect, so a remembered result is the result."""
+    and the dialect, so a remembered body is the body. Only the body is remembered: a rule's
+    comment and position are not part of its equality, so an equal rule of another grammar
+    (a batch worker's earlier item) must not lend them — that made batch output depend on
+    which worker took which grammar first."""
     key = (rule, dialect)
-    out = _MEMO.get(key)
-    if out is None:
-        out = _MEMO[key] = _rule(rule, dialect)
+    body = _MEMO.get(key)
+    if body is None:
+        body = _MEMO[key] = _rule(rule, dialect).body
         while len(_MEMO) > _MEMO_SIZE:
             del _MEMO[next(iter(_MEMO))]
-    return out
+    return rule if body == rule.body else replace(rule, body=body)
 
 
 def _factor_once(grammar: Grammar) -> Grammar:
