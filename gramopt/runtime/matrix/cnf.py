@@ -91,6 +91,24 @@ class CNF:
                 self.follow)
 
 
+def _closure(seed, units, binary) -> set:
+    """The least set holding ``seed`` and every A with a unit rule A → B, B in the set, or a
+    binary rule A → B C, B and C in the set (nullable and productive symbols alike)."""
+    out = set(seed)
+    changed = True
+    while changed:
+        changed = False
+        for a, b in units:
+            if b in out and a not in out:
+                out.add(a)
+                changed = True
+        for a, b, c in binary:
+            if b in out and c in out and a not in out:
+                out.add(a)
+                changed = True
+    return out
+
+
 def build_cnf(grammar: Grammar) -> CNF:
     """The CNF of a byte-level grammar (GBNF / xgrammar EBNF). Lark lexer atoms raise
     ``RuntimeGrammarError`` (their language is over terminals, not bytes)."""
@@ -163,18 +181,7 @@ def build_cnf(grammar: Grammar) -> CNF:
             binary.append((lhs, rhs[0], tail(rhs[1:])))
 
     # 3. ε: nullable fixpoint, then unit rules standing in for nullable children
-    nullable = set(empty)
-    changed = True
-    while changed:
-        changed = False
-        for a, b in unit:
-            if b in nullable and a not in nullable:
-                nullable.add(a)
-                changed = True
-        for a, b, c in binary:
-            if b in nullable and c in nullable and a not in nullable:
-                nullable.add(a)
-                changed = True
+    nullable = _closure(empty, unit, binary)
     units = set(unit)
     for a, b, c in binary:
         if b in nullable:
@@ -184,18 +191,7 @@ def build_cnf(grammar: Grammar) -> CNF:
     units = {(a, b) for a, b in units if a != b}
 
     # 4. trim: productive (non-empty strings) then reachable from the start
-    productive = set(pre_range)
-    changed = True
-    while changed:
-        changed = False
-        for a, b in units:
-            if a not in productive and b in productive:
-                productive.add(a)
-                changed = True
-        for a, b, c in binary:
-            if a not in productive and b in productive and c in productive:
-                productive.add(a)
-                changed = True
+    productive = _closure(pre_range, units, binary)
     binary = [r for r in dict.fromkeys(binary) if all(x in productive for x in r)]
     units = sorted(u for u in units if all(x in productive for x in u))
     start = grammar.start
