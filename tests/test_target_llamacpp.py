@@ -85,3 +85,45 @@ def test_llamacpp_masks_equal_along_a_sample(tmp_path, monkeypatch):
         assert np.array_equal(ma.allowed_tokens(), mb.allowed_tokens())
         assert ma.accept(ids[t]) and mb.accept(ids[t])
     assert np.array_equal(ma.allowed_tokens(), mb.allowed_tokens())
+
+
+def test_guard_keeps_the_fixed_up_input_where_the_output_is_not_cheaper():
+    # the e-graph writes `ws` otherwise, at the same llama.cpp model cost as the fixed-up input:
+    # not clearly faster, so the target writes the input with its fix-ups and says why
+    from gramopt.passes import optimize
+    from gramopt.targets import get
+    g = parse('root ::= "{" ws "}"\nws ::= [ ]*', "gbnf")
+    r = optimize(g, target="llama.cpp")
+    assert r.grammar == get("llama.cpp").apply_fixups(g) and r.report.verified == "ok"
+    guard = [p for p in r.report.passes if p.name == "guard"][0]
+    assert guard.notes == ["llama.cpp-cost: costs more than the fixed-up input: llama.cpp cost model not lower 23→23",
+                           "kept the input with only the fix-ups"]
+
+
+def test_guard_keeps_a_cheaper_output():
+    from gramopt.passes import optimize
+    g = parse('root ::= "a" | "b"', "gbnf")
+    r = optimize(g, target="llama.cpp")
+    assert write(r.grammar, "gbnf").strip() == "root ::= [ab]"
+    assert [p.notes for p in r.report.passes if p.name == "guard"] == [[
+        "llama.cpp-cost: no llama.cpp static cost grows and its model cost is below the fixed-up input's "
+        "(or it is the fixed-up input)"]]
+
+
+def test_guard_judges_against_the_fixed_up_input_for_llamacpp_alone():
+    # the guard's reference is the input with the fix-ups; a form another engine would pay
+    # for (xgrammar: a star of a group, shared nullable rules) is llama.cpp's business only
+    # through llama.cpp's own cost; a dearer form (the escape class unfactored) is refused
+    from gramopt.targets import get
+    from gramopt.targets.guard import GUARD
+    target = get("llama.cpp")
+    g = parse('root ::= "\\"" s\ns ::= "\\"" | [a-z] s | "\\\\" [nt] s', "gbnf")
+    assert target.guard.worse(g, target.apply_fixups(g)) is None
+    star = target.apply_fixups(parse('root ::= "\\"" ([a-z] | "\\\\" [nt])* "\\""', "gbnf"))
+    assert check_equivalence(g, star).ok
+    assert target.guard.worse(g, star) is None
+    assert "xgrammar" in GUARD.worse(g, star)
+    dearer = target.apply_fixups(parse('root ::= "\\"" s\ns ::= "\\"" | [a-z] s | "\\\\" "n" s | "\\\\" "t" s',
+                                       "gbnf"))
+    assert check_equivalence(g, dearer).ok
+    assert target.guard.worse(g, dearer) == "costs more than the fixed-up input: llama.cpp cost model 37→51"

@@ -21,9 +21,11 @@ what it did in the pass report's ``notes`` and ``fired`` counts."""
 
 class Guard(Protocol):
     """Judges a candidate output against the input before it is kept (the portable target:
-    no engine's static cost may grow, ``targets/portable/guard.py``)."""
+    no engine's static cost may grow; llama.cpp: its model cost must be lower than the
+    input's with the fix-ups; ``targets/guard.py``)."""
 
     name: str
+    accepted: str  # the pass report's note when a candidate is kept
 
     def worse(self, original: Grammar, candidate: Grammar) -> str | None:
         """Why ``candidate`` may cost an engine more than ``original`` (None: keep it)."""

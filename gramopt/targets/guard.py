@@ -1,0 +1,85 @@
+"""The no-slower guard: a candidate is kept only where no engine's static cost grows.
+
+    NoSlowerGuard(engines, strict=False, baseline=None).worse(original, candidate) -> str | None
+    GUARD            every engine (the portable target)
+    llamacpp_guard   llama.cpp alone, strict, against the input with the fix-ups (llama.cpp target)
+
+Engines prefer different forms of one language (xgrammar decides a right-recursive "text
+until" rule with a lookahead in its mask cache, llguidance runs the same part as a star in its
+lexer: ``benchmarks/results``), so no single rewrite is faster everywhere. The guard compares
+the candidate with a reference form (the input, or what the target would write without its
+e-graph: ``baseline``) under each of its engines' static costs (``costmodels.engine_shapes``:
+the engine's calibrated model's cost and the counts of the shapes measured to make it slow)
+and rejects the candidate when any component grew for any of its engines; a ``strict`` guard
+also rejects one whose model cost is not lower (not clearly faster: the reference is kept).
+It is deterministic (counts of the grammar, no timing) and conservative: a rewrite whose
+effect the counts cannot vouch for is not taken: the pass manager then keeps the input with
+only the target's fix-ups (``passes._judged``; the clean-ups alone are no safer for every engine).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..costmodels.calibration import engine_node_weights
+from ..costmodels.engine_shapes import ENGINE_SHAPES, engine_costs, worse_for
+from ..grammar import Grammar
+
+
+class NoSlowerGuard:
+    """``worse``: the first components where the candidate costs one of ``engines`` more than
+    the reference, as one line (None when it costs none of them more). The reference is
+    ``baseline(original)`` (default: the original itself)."""
+
+    def __init__(self, engines: tuple[str, ...] = tuple(ENGINE_SHAPES), strict: bool = False,
+                 baseline: Callable[[Grammar], Grammar] | None = None, against: str = "the input",
+                 name: str = "no-slower"):
+        self.engines, self.strict, self.baseline, self.against, self.name = engines, strict, baseline, against, name
+        engine = "no engine's" if len(engines) > 1 else f"no {engines[0]}"
+        self.accepted = f"{engine} static cost grows" + (f" and its model cost is below {against}'s (or it is {against})"
+                                                         if strict else "")
+
+    def weights(self) -> dict:
+        out = {}
+        for e in self.engines:
+            try:
+                out[e] = engine_node_weights(e).weights
+            except OSError:  # no shipped model for this engine: generic weights
+                out[e] = None
+        return out
+
+    def worse(self, original: Grammar, candidate: Grammar) -> str | None:
+        ref = self.baseline(original) if self.baseline is not None else original
+        if candidate == ref:
+            return None
+        w = self.weights()
+        before, after = engine_costs(ref, w), engine_costs(candidate, w)
+        grew = [g for g in worse_for(before, after) if g[0] in self.engines]
+        if not grew and self.strict:
+            grew = [(e, "cost model not lower", before[e].cost, after[e].cost) for e in self.engines
+                    if not after[e].cost < before[e].cost - 1e-9]
+        if not grew:
+            return None
+        shown = [f"{e} {what} {_num(b)}→{_num(a)}" for e, what, b, a in grew[:4]]
+        return (f"costs more than {self.against}: " + ", ".join(shown)
+                + (f" (+{len(grew) - 4} more)" if len(grew) > 4 else ""))
+
+
+def _num(x) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+GUARD = NoSlowerGuard()
+
+
+def llamacpp_guard(fixed_up: Callable[[Grammar], Grammar]) -> NoSlowerGuard:
+    """The llama.cpp target's guard. What moves llama.cpp's mask time is the form's parse
+    stacks and the order it tries them (``benchmarks/llamacpp_profile.py``): the order is the
+    target's fix-up, which applies to any form; so the e-graph's output is kept only where
+    llama.cpp's model prices it lower than the input with the same fix-ups (``fixed_up``),
+    the form written otherwise."""
+    return NoSlowerGuard(("llama.cpp",), strict=True, baseline=fixed_up,
+                         against="the fixed-up input", name="llama.cpp-cost")
+
+
+__all__ = ["GUARD", "NoSlowerGuard", "llamacpp_guard"]
