@@ -29,7 +29,8 @@ ws ::= [ \t\n]*
 def test_request_mode_keeps_the_language_and_says_how_it_checked(target):
     g = parse(JSONISH, "gbnf")
     r = optimize(g, target=target, fast=True)
-    assert [p.name for p in r.report.passes] == list(REQUEST_PASSES)
+    # the request passes once, then a target's judges (llama.cpp: its guard)
+    assert [p.name for p in r.report.passes if p.name not in ("guard", "engine-check")] == list(REQUEST_PASSES)
     assert r.report.verified == "ok"
     assert r.report.verify_stats["mode"].startswith("per-request: ")
     assert check_equivalence(g, r.grammar).ok  # the full check agrees
