@@ -110,21 +110,82 @@ def test_onestep_is_the_current_mass_allowed_after_each_candidate(dyck):
 
 
 def test_onestep_cache_gives_the_uncached_values(dyck):
-    """The ids cached per prefix·candidate give the values a fresh walk gives, along a
-    whole exact-law walk of the tree (every viable prefix); a matcher of another grammar
-    empties the cache instead of reading it."""
+    """The ids cached per parse state give the values a fresh walk gives, along a whole
+    exact-law walk of the tree (every viable prefix); prefixes share states; a matcher of
+    another grammar empties the cache instead of reading it."""
     cached = OneStep()
     law_a, _ = sampler_law(dyck.tree, cached, dyck.new_matcher(), dyck.vocab, eps=0.0)
     law_b, _ = sampler_law(dyck.tree, cached, dyck.new_matcher(), dyck.vocab, eps=0.0)  # all hits
-    assert cached._next and law_a == law_b
+    assert law_a == law_b
+    assert 1 < len(cached._states) < dyck.tree.n_nodes // 2  # states, not prefixes
 
     fresh = OneStep(cache_ids=0)
     law_c, _ = sampler_law(dyck.tree, fresh, dyck.new_matcher(), dyck.vocab, eps=0.0)
-    assert law_a == law_c and not fresh._next
+    assert law_a == law_c and not fresh._states
     other = Matcher(bounded_dyck(K, L - 2), dyck.vocab)
     step = _step_at_root(dyck, other)
     assert np.allclose(cached.phi(step), fresh.phi(step))
-    assert len(cached._next) == 1  # emptied, then the root of the other grammar
+    assert len(cached._states) == 1 + K  # emptied: the other grammar's root and its K opening brackets
+
+
+def test_onestep_cut_to_max_candidates_looks_ahead_at_the_likeliest():
+    """With more candidates than ``max_candidates``, the likeliest look ahead (cached or not)
+    and the others get the current mask's mass; the cut follows each step's probabilities."""
+    v = bracket_vocab(K)
+    m = Matcher(bounded_dyck(K, L), v)
+    cand = allowed_tokens(m, len(v))
+    live = [y for y in cand.tolist() if y not in v.eos_ids]
+    for cached, (a, b) in itertools.product((OneStep(max_candidates=1), OneStep(max_candidates=1, cache_ids=0)),
+                                            (live, live[::-1])):
+        probs = np.full(len(v), 0.01)
+        probs[a] = 0.5
+        step = Step(m, (), probs / probs.sum(), cand, v.eos_ids)
+        phi = cached.phi(step)
+        m.accept_token(a)
+        want = step.probs[allowed_tokens(m, len(v))].sum()
+        m.rollback(1)
+        assert phi[cand.tolist().index(a)] == pytest.approx(want)
+        assert phi[cand.tolist().index(b)] == pytest.approx(step.probs[cand].sum())
+
+
+def test_onestep_precompute_covers_every_state(dyck):
+    """After ``precompute`` a whole exact-law walk meets no new state and gives the values
+    of the uncached walk; the state budget stops it early."""
+    pre = OneStep()
+    n = pre.precompute(dyck.new_matcher())
+    assert n == len(pre._states) > 1
+    law_a, _ = sampler_law(dyck.tree, pre, dyck.new_matcher(), dyck.vocab, eps=0.0)
+    assert len(pre._states) == n
+    law_b, _ = sampler_law(dyck.tree, OneStep(cache_ids=0), dyck.new_matcher(), dyck.vocab, eps=0.0)
+    assert law_a == law_b
+    assert OneStep().precompute(dyck.new_matcher(), max_states=3) <= 3
+
+
+def test_state_keys_name_futures():
+    """Equal ``Matcher.state_key`` after two prefixes: equal masks after every next token (the
+    property OneStep's per-state cache stands on); bounded Dyck's prefixes share few states."""
+    v = bracket_vocab(K)
+    m = Matcher(bounded_dyck(K, L), v)
+    seen: dict[int, list] = {}
+
+    def walk(depth):
+        key = m.state_key()
+        assert key >= 0
+        after = []
+        for y in allowed_tokens(m, len(v)).tolist():
+            if y not in v.eos_ids:
+                assert m.accept_token(y)
+                after.append((y, allowed_tokens(m, len(v)).tolist()))
+                m.rollback(1)
+        assert seen.setdefault(key, after) == after
+        if depth < L:
+            for y, _ in after:
+                m.accept_token(y)
+                walk(depth + 1)
+                m.rollback(1)
+
+    walk(0)
+    assert len(seen) < 137 // 2  # D(2,6) has 137 viable prefixes
 
 
 # ---------------------------------------------------------------- exact Φ

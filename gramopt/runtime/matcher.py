@@ -241,6 +241,16 @@ class Matcher:
         """Tokens (and byte strings) accepted since the last reset, net of rollbacks."""
         return self._accepted
 
+    def state_key(self) -> int:
+        """An id of the parse state: two texts with equal keys in *this* matcher have the same
+        future (equal last sets up to origins that behave alike, earley.mask_key), hence equal
+        masks after every continuation. Ids are this matcher's own; -1 when not named."""
+        if self._terminated or self.cg.empty_language:
+            return -1
+        while (k := int(K.mask_key(self.chart.S))) == -2:
+            self.chart.grow()
+        return k
+
     def fork(self) -> "Matcher":
         """An independent matcher in the same state (shares the grammar's token table;
         copies the chart, its mask cache included, and the rollback history)."""
