@@ -16,7 +16,10 @@
    OneStep is measured with its per-parse-state cache precomputed (``OneStep.precompute``:
    every state of D(3,12)), with the cache filled while decoding (one instance across the
    rounds: a state's first meeting pays the walk), and without a cache (every candidate walked).
-4. A finite JSON language (36 records, several tokenizations per string): TV per method.
+4. A finite JSON language (36 records, several tokenizations per string): TV per method, with
+   MC(k=1, h=1) — OneStep's lookahead with the true next distribution (one forward pass per
+   candidate; deterministic, so its exact law is computed too) — to tell OneStep's proxy
+   error (p(·|x) standing in for p(·|x·y)) from a fault in the lookahead itself.
 5. Speculative decoding (draft + target, Leviathan acceptance against the reweighted target):
    accepted tokens per target call, acceptance rate and TV, Uniform vs Exact.
 """
@@ -243,7 +246,11 @@ def main() -> int:
                 new_matcher=json_matcher)
     report["json"] = tv_section("JSON records: TV to μ*", jset,
                                 [("Uniform (masking, μ_proj)", Uniform(), True), ("OneStep", OneStep(), True),
-                                 ("Exact", Exact(jtree), True)], lambda name: args.n, seed, depth=False)
+                                 ("MC(k=1, h=1): one step with p(·|x·y)",
+                                  MonteCarlo(jmodel, json_matcher, k=1, horizon=1, bos=bos_id(jv), max_tokens=48,
+                                             seed=seed), True),
+                                 ("Exact", Exact(jtree), True)],
+                                lambda name: args.mc_n if name.startswith("MC") else args.n, seed, depth=False)
     return write_json(args.json, report)
 
 

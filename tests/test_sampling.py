@@ -248,15 +248,58 @@ def test_exact_node_budget():
         ValueTree(m, Matcher(bounded_dyck(K, L), v), bos=bos_id(v), eos_ids=v.eos_ids, max_tokens=L, max_nodes=50)
 
 
-def test_exact_on_a_finite_json_language_sums_tokenizations():
+@pytest.fixture(scope="module")
+def records():
     torch.set_num_threads(1)
     v = json_vocab()
-    model = _model(v, sloppy_json(1000, seed=0), 40, d=16)
-    s = Setting(json_records(), v, model, 40)
+    return Setting(json_records(), v, _model(v, sloppy_json(1000, seed=0), 40, d=16), 40)
+
+
+def test_exact_on_a_finite_json_language_sums_tokenizations(records):
+    s = records
     assert set(s.target) == {t.encode() for t in json_strings()}
     assert s.tree.accepting.sum() > len(s.target)  # several tokenizations per string
-    law, _ = sampler_law(s.tree, Exact(s.tree), s.new_matcher(), v, eps=0.0)
+    law, _ = sampler_law(s.tree, Exact(s.tree), s.new_matcher(), s.vocab, eps=0.0)
     assert tv(law, s.target) < 1e-9
+
+
+def test_onestep_error_is_bounded_by_the_one_step_drift(records):
+    """OneStep's Φ̂(x·y) and the one-step lookahead with the next distribution, Φ1(x·y) (from
+    the tree; MonteCarlo(k, 1) computes the same), are masses of one set under p(· | x) and
+    p(· | x·y): they differ by at most the TV between the two, at every viable prefix of the
+    JSON language (onestep.py's docstring); and the bound is nearly reached there."""
+    t = records.tree
+    seen = []
+
+    class Recording(OneStep):
+        def phi(self, step):
+            out = super().phi(step)
+            seen.append((step.prefix, step.candidates, out))
+            return out
+
+    sampler_law(t, Recording(), records.new_matcher(), records.vocab, eps=0.0)
+    assert len(seen) == t.n_nodes
+    worst = 0.0
+    for prefix, cand, phi in seen:
+        x = t.node(prefix)
+        for y, f in zip(cand.tolist(), phi.tolist()):
+            if y in t.eos_ids:
+                continue
+            c = t.node((*prefix, y))
+            a, b = t.child_start[c], t.child_start[c + 1]
+            phi1 = (t.eos_p[c] if t.accepting[c] else 0.0) + t.child_p[a:b].sum()
+            drift = 0.5 * np.abs(t.probs[x] - t.probs[c]).sum()
+            assert abs(f - phi1) <= drift + 1e-9
+            worst = max(worst, abs(f - phi1))
+    assert worst > 0.5  # position-specific next tokens: the proxy is far off somewhere
+    m = records.new_matcher()
+    step = Step(m, (), t.probs[0], allowed_tokens(m, len(records.vocab)), records.eos)
+    mc = MonteCarlo(records.model, records.new_matcher, k=1, horizon=1, bos=records.bos).phi(step)
+    for y, f in zip(step.candidates.tolist(), mc.tolist()):
+        if y not in t.eos_ids:
+            c = t.node((y,))
+            a, b = t.child_start[c], t.child_start[c + 1]
+            assert f == pytest.approx((t.eos_p[c] if t.accepting[c] else 0.0) + t.child_p[a:b].sum(), rel=1e-6)
 
 
 # ---------------------------------------------------------------- Monte Carlo
