@@ -129,7 +129,7 @@ def bench_heavy(name, vocab, tokenizer, n_rows, threads, reps):
     seq_mask = np.zeros((n_rows, vocab.n_words), np.int32)
     bat_mask = np.zeros_like(seq_mask)
     seq_t, bat_t, seq_cpu, bat_cpu, nodes = [], [], [], [], []
-    with BatchMatcher(threads, min_parallel_s=0.0) as bm:
+    with BatchMatcher(threads, min_parallel_work=0) as bm:
         for rep in range(reps + 1):
             a, b = fresh(), fresh()
 

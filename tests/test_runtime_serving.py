@@ -46,14 +46,61 @@ def test_batch_fill_equals_sequential(name, threads):
         assert not t or f.accept_bytes(t)
     rows = fresh
     got = allocate_token_bitmask(len(rows) + 3, len(vocab))
-    with BatchMatcher(threads) as bm:
+    # min_parallel_work=0: every batch goes to the threads, the first one included (whose
+    # rows stop early for the JIT: their states' classes are built after the kernels)
+    with BatchMatcher(threads, min_parallel_work=0) as bm:
         counters = bm.batch_fill_next_token_bitmask(rows, got)
+        assert bm.last_parallel == (threads > 1)
         np.testing.assert_array_equal(got[:len(rows)], want)
         assert (got[len(rows):] == -1).all() and len(counters) == len(rows)
         rev = list(reversed(range(len(rows))))
         got2 = np.zeros_like(got)
         bm.batch_fill_next_token_bitmask(rows, got2, indices=rev)
         np.testing.assert_array_equal(got2[rev], want)
+
+
+def test_batch_schedule_is_by_work_units_and_rows_of_any_kind():
+    """The pool is used when the rows' last masks' work (trie nodes + items) reaches
+    min_parallel_work, whatever the wall time; terminated rows, walk-mode rows, the matrix
+    backend's rows and a row whose chart must grow mid-mask fill as they do alone."""
+    vocab = small_vocab()
+    g = GRAMMARS["expr"]
+
+    def make_rows():
+        rows = _rows(g, vocab, TEXTS)[:6]
+        done = Matcher(g, vocab)
+        assert done.accept_bytes(b"a") and done.accept_token(vocab.eos_ids[0]) and done.is_terminated()
+        walk = Matcher(g, vocab, mode="walk")
+        assert walk.accept_bytes(b"(a")
+        valiant = Matcher(g, vocab, backend="valiant")
+        assert valiant.accept_bytes(b"(a+")
+        tiny = Matcher(TokenTable(compile_grammar(g), vocab))
+        tiny.chart = type(tiny.chart)(tiny.cg.n_rules, items=8, sets=4, groups=4, hash_bits=3,
+                                      mask_words=vocab.n_words)  # overflows: grows in the slow path
+        tiny.reset()
+        tiny._packed_for = ()
+        assert tiny.accept_bytes(b"((a")
+        return rows + [done, walk, valiant, tiny], rows + [tiny]
+
+    def work(kernel_rows):  # what a batch's plan reads: each kernel row's last mask
+        return sum(int(m.last_counters.trie_nodes + m.last_counters.items) for m in kernel_rows)
+
+    for parallel in (False, True):
+        rows, kernel_rows = make_rows()
+        want = np.zeros((len(rows), vocab.n_words), np.int32)
+        for r, m in enumerate(rows):  # fresh charts: real work, no mask cache hit
+            m.fill_next_token_bitmask(want, r)
+        w = work(kernel_rows)
+        assert w > 0
+        with BatchMatcher(2, min_parallel_work=w if parallel else w + 1) as bm:
+            got = np.zeros_like(want)
+            bm.batch_fill_next_token_bitmask(rows, got)
+            assert bm.last_parallel == parallel
+            np.testing.assert_array_equal(got, want)
+            twice = np.zeros((len(rows) + 1, vocab.n_words), np.int32)
+            bm.batch_fill_next_token_bitmask(rows + [rows[0]], twice)  # a matcher twice: in turn
+            np.testing.assert_array_equal(twice[:-1], want)
+            np.testing.assert_array_equal(twice[-1], want[0])
 
 
 def test_batch_fill_torch_and_accept_rollback():

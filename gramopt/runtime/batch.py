@@ -1,4 +1,4 @@
-"""Masks of many decoding rows at once: a thread pool over matchers whose kernels drop the GIL.
+"""Masks of many decoding rows at once: one nogil numba call per thread over the rows.
 
     bm = BatchMatcher(max_threads=2)
     bm.batch_fill_next_token_bitmask(matchers, bitmask)          # rows 0..len(matchers)-1
@@ -6,38 +6,48 @@
     BatchMatcher.batch_accept_token(matchers, tokens)             # -> list[bool]
     BatchMatcher.batch_rollback(matchers, 1)
 
-Why threads work: a mask is almost all trie walk inside numba kernels compiled with
-``nogil=True`` (earley.py; measured on the C grammar: 98% of a fill is ``walk_entries``), so
-rows filled on different threads run on different cores while the Python glue between
-kernels takes turns on the GIL. The pool is private to the BatchMatcher and lives until
-``close()`` (or ``with BatchMatcher() as bm:``). Matchers that share a token table are safe
-to fill together: a state's token classes are built once, under the table's lock
-(tokens.py). Each row writes only its own row of the bitmask.
+How the rows are filled: each thread (the calling one and ``max_threads - 1`` pool workers)
+makes ONE call of ``fill_rows``, a numba kernel compiled with ``nogil=True`` that takes
+rows from a shared counter (an atomic fetch-and-add) and runs ``earley.fill_mask_packed``
+on each, until none is left. No Python runs between two rows, so the threads never wait
+for the GIL inside a batch: each crosses it once to start and once to return. (The first
+version called ``Matcher.fill_next_token_bitmask`` per row from Python threads: each row
+meant a GIL hand-off, and on a loaded machine a hand-off waits for the other thread to be
+scheduled, so the batch ran at 0.2–0.6x of the sequential loop.) Rows are handed out
+heaviest first (by their last mask's work, below), so the last row taken is a cheap one.
 
-Small batches of cheap rows (a JSON grammar's ~20 μs masks) lose more to thread hand-offs
-than they gain, so the pool is used only when the last fills' measured cost per row times
-the number of rows reaches ``min_parallel_s`` (default 200 μs); otherwise the rows are
-filled on the calling thread. This picks a schedule only: a row's mask is the same either way.
+A row the kernel cannot finish alone — its chart overflowed, or its set has roots whose
+token classes are not built yet (the JIT, tokens.py) — stops early with a status; those
+rows are finished afterwards on the calling thread by the matcher's own slow path
+(``Matcher._kernel_finish``), exactly as a sequential fill finishes them. During the
+kernels nothing is written but each row's own chart, buffers and bitmask row: the token
+tables are only read (a table's pools change only in the slow path, after the kernels).
 
-Rows are handed out one at a time from a shared counter, and the calling thread takes rows
-too: a worker that wakes late (a busy machine) finds fewer rows left, and one that never
-started by the end is cancelled, so a batch is never slower than the calling thread alone
-by more than a submit and a cancel.
+When to use threads is decided by work units, not time: the rows' last masks' work
+(trie nodes walked + Earley items, the counters every mask reports) summed over the batch; below
+``min_parallel_work`` (default 16,384: about 200 µs of walking) the rows are filled
+sequentially on the calling thread, since a thread hand-off would cost more than it saves.
+A fresh matcher counts 0. The schedule never changes a mask: each row's mask depends only
+on its matcher, whichever thread fills it, and the tests compare the two bit for bit.
 
-Backend-agnostic: any matcher with ``fill_next_token_bitmask(out, row)``,
-``accept_token``, ``accept_string`` and ``rollback`` (the Matcher API) can be batched; the
-speedup is what its kernels leave outside the GIL. Which thread fills which row varies
-from call to call; the result does not (each row's mask depends only on its matcher).
+A worker that wakes late (a busy machine) finds fewer rows left, and one that never
+started by the time the calling thread ran out of rows is cancelled, so a batch is never
+slower than the calling thread alone by more than a submit and a cancel.
+
+Backend-agnostic: a matcher other than this package's Earley ``Matcher`` (the matrix
+backend, a wrapper) is filled by its own ``fill_next_token_bitmask(out, row)``, after the
+kernel rows, on the calling thread; ``accept_token``, ``accept_string`` and ``rollback``
+are all the batch helpers need.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
-import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from .earley import PACKED_WIDTH, fill_rows, plan_rows
+from .matcher import Matcher
 
 
 def _rows_view(bitmask):
@@ -53,17 +63,21 @@ def _rows_view(bitmask):
 class BatchMatcher:
     """Fill the next-token bitmasks of many matchers in parallel (xgrammar's
     ``BatchGrammarMatcher`` API). ``max_threads="auto"`` uses the cores this process may
-    run on; 1 fills sequentially on the calling thread."""
+    run on; 1 fills sequentially on the calling thread. ``min_parallel_work``: the work
+    units (see the module docstring) a batch must reach to be spread over threads."""
 
-    def __init__(self, max_threads: int | str = "auto", min_parallel_s: float = 200e-6):
+    def __init__(self, max_threads: int | str = "auto", min_parallel_work: int = 16_384):
         if max_threads == "auto":
             max_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         if not isinstance(max_threads, int) or max_threads < 1:
             raise ValueError(f"max_threads must be a positive int or 'auto', got {max_threads!r}")
         self.max_threads = max_threads
-        self.min_parallel_s = float(min_parallel_s)
-        self._row_cost: float | None = None  # running estimate of one row's fill, seconds
-        self._pool = ThreadPoolExecutor(max_threads, thread_name_prefix="gramopt-mask") if max_threads > 1 else None
+        self.min_parallel_work = int(min_parallel_work)
+        self.last_parallel = False  # whether the last batch used the pool
+        self._pool = None
+        if max_threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(max_threads - 1, thread_name_prefix="gramopt-mask")
 
     def close(self) -> None:
         if self._pool is not None:
@@ -94,35 +108,7 @@ class BatchMatcher:
             raise ValueError(f"row index out of range for a bitmask of {host.shape[0]} rows")
         if len(set(rows)) != len(rows):
             raise ValueError("duplicate row indices")
-        counters: list = [None] * len(matchers)
-
-        def fill(lo: int, hi: int) -> None:
-            for i in range(lo, hi):
-                counters[i] = matchers[i].fill_next_token_bitmask(host, rows[i])
-
-        n = len(matchers)
-        cheap = self._row_cost is None or self._row_cost * n < self.min_parallel_s
-        if self._pool is None or n <= 1 or cheap:
-            self._timed(fill, 0, n)
-        else:
-            taken = itertools.count()  # rows are handed out one at a time (next() is atomic)
-
-            def drain() -> int:
-                done = 0
-                for i in taken:
-                    if i >= n:
-                        break
-                    fill(i, i + 1)
-                    done += 1
-                return done
-
-            futures = [self._pool.submit(drain) for _ in range(min(self.max_threads, n) - 1)]
-            t = time.perf_counter()
-            mine = drain()  # the calling thread works too, so a late worker costs nothing
-            self._note((time.perf_counter() - t) / max(1, mine))
-            for f in futures:
-                if not f.cancel():  # a worker that never started is not waited for
-                    f.result()
+        counters = self._fill(matchers, host, rows)
         if staged:
             import torch
             src = torch.from_numpy(host)
@@ -130,14 +116,49 @@ class BatchMatcher:
             bitmask[idx.to(bitmask.device)] = src[idx].to(bitmask.device)
         return counters
 
-    def _timed(self, fill, lo: int, hi: int) -> None:
-        t = time.perf_counter()
-        fill(lo, hi)
-        if hi > lo:
-            self._note((time.perf_counter() - t) / (hi - lo))
-
-    def _note(self, cost: float) -> None:
-        self._row_cost = cost if self._row_cost is None else 0.5 * (self._row_cost + cost)
+    def _fill(self, matchers: list, host: np.ndarray, rows: list[int]) -> list:
+        """The rows' masks into ``host``: kernel rows through ``fill_rows`` (threads when the
+        batch's work reaches ``min_parallel_work``), then the rest on the calling thread."""
+        n = len(matchers)
+        counters: list = [None] * n
+        kernel, addrs = [], []
+        if host.flags.c_contiguous and len({id(m) for m in matchers}) == n:
+            for i, m in enumerate(matchers):
+                if type(m) is Matcher and m._kernel_vector() is not None:
+                    if host.shape[1] < m.vocab.n_words:
+                        raise ValueError(f"bitmask has {host.shape[1]} words, need {m.vocab.n_words}")
+                    kernel.append(i)
+                    addrs.append(m._A_addr)
+        self.last_parallel = False
+        if kernel:
+            addrs = np.array(addrs, np.int64)
+            krows = np.array([rows[i] for i in kernel], np.int64)
+            order = np.arange(len(kernel), dtype=np.int64)
+            work = plan_rows(addrs, order, np.empty(len(kernel), np.int64))  # heaviest first
+            out = host.view(np.uint32)
+            counter = np.zeros(1, np.int64)
+            status = np.zeros(len(kernel), np.int64)
+            args = (addrs, PACKED_WIDTH, out, krows, order, counter, status)
+            threads = min(self.max_threads, len(kernel))
+            if self._pool is None or threads < 2 or work < self.min_parallel_work:
+                fill_rows(*args)
+            else:
+                self.last_parallel = True
+                futures = [self._pool.submit(fill_rows, *args) for _ in range(threads - 1)]
+                mine = fill_rows(*args)  # the calling thread works too
+                for f in futures:
+                    # a worker that never started is cancelled; one that started but found
+                    # no row left touches nothing of this batch again: not waited for
+                    if not f.cancel() and mine < len(kernel):
+                        f.result()
+            for j, i in enumerate(kernel):
+                counters[i] = matchers[i]._kernel_finish(out[rows[i]], int(status[j]))
+        if len(kernel) < n:
+            done = set(kernel)
+            for i, m in enumerate(matchers):
+                if i not in done:
+                    counters[i] = m.fill_next_token_bitmask(host, rows[i])
+        return counters
 
     @staticmethod
     def batch_accept_token(matchers, tokens) -> list[bool]:

@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 from .compile import FINAL, HAS_OUT, TAIL
-from .packed import view1, view2
+from .packed import fetch_add, pack_width, view1, view2
 
 # ---- state tuple layout (see EarleyState in chart.py)
 I_ITEMS, I_SET_START, I_GRP_START, I_GRP_RULE, I_GRP_FIRST, I_GRP_LEN, I_GRP_LEO = range(7)
@@ -1007,3 +1007,49 @@ def fill_mask_packed(A, mask):
     for i in range(N_COUNTERS):
         delta[i] += cnt[i]
     return r
+
+
+# ---------------------------------------------------------------- many rows, one call per thread
+#
+# BatchMatcher (batch.py) fills a batch with one call of ``fill_rows`` per thread: rows are
+# taken from a shared counter (an atomic fetch-and-add), so no Python runs between rows.
+
+PACKED_WIDTH = pack_width(PACKED_SLOTS)
+_DELTA = pack_width(AT_MATCHER + 3)  # where an address vector holds its delta array's address
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def plan_rows(addrs, order, work):
+    """``work[i]`` = the work of row i's last mask (trie nodes + Earley items, from the
+    counter deltas the last ``fill_mask_packed`` call left in the row's delta array); sort
+    ``order`` (row numbers) by it, heaviest first (ties: the given order); return the total."""
+    n = len(addrs)
+    total = 0
+    for i in range(n):
+        d = view1(view1(addrs[i], PACKED_WIDTH, np.int64)[_DELTA], N_COUNTERS, np.int64)
+        work[i] = d[C_TRIE] + d[C_ITEMS]
+        total += work[i]
+    for i in range(1, n):  # insertion sort: a batch is a few dozen rows
+        x = order[i]
+        j = i - 1
+        while j >= 0 and work[order[j]] < work[x]:
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = x
+    return total
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def fill_rows(addrs, width, out, rows, order, counter, status):
+    """Fill rows until the shared ``counter`` passes ``len(order)``: take k, fill row
+    ``i = order[k]`` (its matcher's address vector at ``addrs[i]``, ``width`` int64s) into
+    ``out[rows[i]]``, its status into ``status[i]``. Returns how many rows this call filled."""
+    n = len(order)
+    done = 0
+    while True:
+        k = fetch_add(counter)
+        if k >= n:
+            return done
+        i = order[k]
+        status[i] = fill_mask_packed(view1(addrs[i], width, np.int64), out[rows[i]])
+        done += 1

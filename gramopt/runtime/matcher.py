@@ -198,6 +198,7 @@ class Matcher:
         self._out_seen = self._out_row = self._out_view = None  # last numpy bitmask row written
         self._packed_for: tuple = ()  # (chart.S, table.P) that self._A describes
         self._A = np.zeros(pack_width(K.PACKED_SLOTS), np.int64)
+        self._A_addr = self._A.ctypes.data  # for batch kernels (batch.py); _A is never replaced
         self.max_rollback_tokens = int(max_rollback_tokens)
         self.chart = Chart(self.cg.n_rules, mask_words=self.vocab.n_words, limits=limits)
         self.last_counters = Counters()
@@ -261,6 +262,7 @@ class Matcher:
         m._roots = np.zeros_like(self._roots)
         m._delta = np.zeros_like(self._delta)
         m._A = np.zeros_like(self._A)
+        m._A_addr = m._A.ctypes.data
         m._packed_for = ()
         m._out_seen = m._out_row = m._out_view = None
         m.chart = self.chart.copy()
@@ -376,6 +378,24 @@ class Matcher:
                 self._fill_slow(fill, buf, r)
         self._pending = self._delta
         return buf
+
+    # ------------------------------------------------------------ batch kernel hooks (batch.py)
+    def _kernel_vector(self) -> np.ndarray | None:
+        """The address vector ``fill_mask_packed`` takes for this state's mask, or None when
+        the mask is not one kernel call (terminated, empty language, ``mode="walk"``).
+        Valid until this matcher's chart or its table's pools are replaced."""
+        if self._terminated or self.cg.empty_language or self.mode == "walk":
+            return None
+        f = self._packed_for
+        return self._A if f and f[0] is self.chart.S and f[1] is self.table.P else self._packed()
+
+    def _kernel_finish(self, buf: np.ndarray, r: int) -> "MaskCounters":
+        """After a batch kernel ran ``fill_mask_packed`` for this matcher into ``buf`` with
+        status ``r``: finish the mask as ``_fill`` would (the slow path when r != 0)."""
+        if r != 0:
+            self._fill_slow(_FILL_PACKED or _fill_entry(self._A, buf), buf, r)
+        self._pending = self._delta
+        return MaskCounters(self._delta.copy())
 
     def _fill_slow(self, fill, buf: np.ndarray, r: int) -> None:
         """The rest of a mask whose first call stopped early: grow the chart (overflow) or

@@ -16,6 +16,7 @@ C order), so a layout change fails loudly in Python, never as a bad read in a ke
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import literal_unroll, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -53,6 +54,16 @@ def view2(typingctx, addr, n0, n1, dtype):
     """The C-ordered ``n0 x n1`` matrix of ``dtype`` at address ``addr`` (a borrowed view)."""
     arrty = types.Array(dtype.dtype, 2, "C")
     return arrty(addr, n0, n1, dtype), _view_codegen(arrty, 2)
+
+
+@intrinsic
+def fetch_add(typingctx, counter):
+    """Atomically ``counter[0] += 1``; returns the value before (an int64 vector): threads
+    running the same kernel take distinct values."""
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        return builder.atomic_rmw("add", ary.data, ir.Constant(ir.IntType(64), 1), "seq_cst")
+    return types.int64(counter), codegen
 
 
 def pack_width(slots: int) -> int:
