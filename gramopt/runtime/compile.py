@@ -251,21 +251,50 @@ def _rule_dfa(body: Expr) -> _DFA:
 # ---------------------------------------------------------------- whole grammar
 
 
-def _reaches_final(d: _DFA, ok_ref, use_bytes: bool) -> bool:
-    seen = {0}
-    stack = [0]
-    while stack:
-        q = stack.pop()
-        if d.final[q]:
-            return True
-        nxt = [t for name, t in d.refs[q] if ok_ref(name)]
-        if use_bytes:
-            nxt += [t for _, _, t in d.bytes[q]]
-        for t in nxt:
-            if t not in seen:
-                seen.add(t)
-                stack.append(t)
-    return False
+def _live_states(names: list[str], dfas: dict[str, _DFA], use_bytes: bool) -> tuple[set, dict]:
+    """The least fixpoint of "state q of rule n reaches a final state of n" over byte edges
+    (when ``use_bytes``) and rule edges whose rule is live, with "rule B is live" = "B's
+    start state reaches a final state": (live rules, {rule: its live states}). With bytes
+    the live rules are the productive ones (derive some string), without, the nullable ones.
+
+    Horn propagation backwards from the final states, linear in the edges: a state is live
+    when a byte edge leads to a live state, or a rule edge (B, t) has t live and B live. A
+    rule edge whose target became live before its rule waits in ``pending[B]`` until B's
+    start state does. (The least fixpoint of the rule-level iteration "B is live when its
+    automaton reaches a final state through live rules", computed in one pass.)"""
+    rev: dict[tuple[str, int], list] = {}  # (rule, target) -> [(source, rule of the edge or None)]
+    live: dict[str, set[int]] = {n: set() for n in names}
+    work: list[tuple[str, int]] = []
+    for n in names:
+        d = dfas[n]
+        for q in range(len(d.final)):
+            if use_bytes:
+                for _, _, t in d.bytes[q]:
+                    rev.setdefault((n, t), []).append((q, None))
+            for m, t in d.refs[q]:
+                rev.setdefault((n, t), []).append((q, m))
+            if d.final[q]:
+                live[n].add(q)
+                work.append((n, q))
+    live_rules: set[str] = set()
+    pending: dict[str, list[tuple[str, int]]] = {}
+    while work:
+        n, t = work.pop()
+        if t == 0 and n not in live_rules:
+            live_rules.add(n)
+            for src in pending.pop(n, ()):
+                if src[1] not in live[src[0]]:
+                    live[src[0]].add(src[1])
+                    work.append(src)
+        for q, m in rev.get((n, t), ()):
+            if q in live[n]:
+                continue
+            if m is None or m in live_rules:
+                live[n].add(q)
+                work.append((n, q))
+            else:
+                pending.setdefault(m, []).append((n, q))
+    return live_rules, live
 
 
 def compile_grammar(grammar: Grammar) -> CompiledGrammar:
@@ -293,46 +322,20 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     dfas = {n: _rule_dfa(rules[n]) for n in names}
 
     # Productive rules (derive some string), then nullable rules (derive ε).
-    productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for n in names:
-            if n not in productive and _reaches_final(dfas[n], productive.__contains__, True):
-                productive.add(n)
-                changed = True
-    nullable: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for n in names:
-            if n not in nullable and _reaches_final(dfas[n], nullable.__contains__, False):
-                nullable.add(n)
-                changed = True
+    productive, co_states = _live_states(names, dfas, True)
+    nullable, _ = _live_states(names, dfas, False)
 
     empty = grammar.start not in productive
     # Trim each productive rule: drop edges to unproductive rules, states that cannot reach
-    # a final state, and states unreachable from the rule's start.
+    # a final state (through productive rules: the live states above), and states
+    # unreachable from the rule's start.
     kept: dict[str, list[int]] = {}
     for n in names:
         if n not in productive:
             continue
         d = dfas[n]
+        co = co_states[n]
         d.refs = [[(m, t) for m, t in rs if m in productive] for rs in d.refs]
-        rev: dict[int, list[int]] = {}
-        for q in range(len(d.final)):
-            for _, _, t in d.bytes[q]:
-                rev.setdefault(t, []).append(q)
-            for _, t in d.refs[q]:
-                rev.setdefault(t, []).append(q)
-        co = {q for q in range(len(d.final)) if d.final[q]}
-        stack = list(co)
-        while stack:
-            q = stack.pop()
-            for p in rev.get(q, ()):
-                if p not in co:
-                    co.add(p)
-                    stack.append(p)
         d.bytes = [[e for e in es if e[2] in co] for es in d.bytes]
         d.refs = [[e for e in es if e[1] in co] for es in d.refs]
         seen, stack = [0], [0]
@@ -371,36 +374,56 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     sF = s0 + 1
     n_states = sF + 1
 
-    byte_next = np.full(n_states * 256, -1, dtype=np.int32)
-    flags = np.zeros(n_states, dtype=np.int32)
-    state_rule = np.zeros(n_states, dtype=np.int32)
-    ref_lists: list[list[tuple[int, int]]] = [[] for _ in range(n_states)]
+    flags = [0] * n_states
+    state_rule = [0] * n_states
+    starts: list[int] = []  # byte edges as runs: byte_next[start:start + length] = target
+    lengths: list[int] = []
+    targets: list[int] = []
+    ref_count = [0] * n_states
+    ref_rule_l: list[int] = []
+    ref_target_l: list[int] = []
     for n in order:
         d = dfas[n]
+        r = rule_id[n]
         for q in kept[n]:
             g = gid[(n, q)]
-            state_rule[g] = rule_id[n]
+            state_rule[g] = r
             f = FINAL if d.final[q] else 0
-            for lo, hi, t in d.bytes[q]:
-                byte_next[g * 256 + lo: g * 256 + hi + 1] = gid[(n, t)]
+            if d.bytes[q]:
                 f |= HAS_BYTES | HAS_OUT
-            for m, t in d.refs[q]:
-                ref_lists[g].append((rule_id[m], gid[(n, t)]))
+                for lo, hi, t in d.bytes[q]:
+                    starts.append(g * 256 + lo)
+                    lengths.append(hi - lo + 1)
+                    targets.append(gid[(n, t)])
+            if d.refs[q]:
                 f |= HAS_OUT
+                ref_count[g] = len(d.refs[q])
+                for m, t in d.refs[q]:
+                    ref_rule_l.append(rule_id[m])
+                    ref_target_l.append(gid[(n, t)])
             if (f & FINAL) and not (f & HAS_OUT):
                 f |= TAIL
             flags[g] = f
     state_rule[s0] = state_rule[sF] = rule_id[ACCEPT_RULE]
-    if not empty:
-        ref_lists[s0].append((rule_id[grammar.start], sF))
+    if not empty:  # s0's edge is the last: s0 is numbered after every rule state
+        ref_count[s0] = 1
+        ref_rule_l.append(rule_id[grammar.start])
+        ref_target_l.append(sF)
         flags[s0] = HAS_OUT
     flags[sF] = FINAL | TAIL
 
+    byte_next = np.full(n_states * 256, -1, dtype=np.int32)
+    if starts:
+        ln = np.array(lengths, np.int64)
+        first = np.cumsum(ln) - ln  # where each run begins in the flattened index list
+        idx = np.repeat(np.array(starts, np.int64) - first, ln) + np.arange(int(ln.sum()))
+        byte_next[idx] = np.repeat(np.array(targets, np.int32), ln)
+    flags = np.array(flags, dtype=np.int32)
+    state_rule = np.array(state_rule, dtype=np.int32)
     ref_start = np.zeros(n_states + 1, dtype=np.int32)
-    for q in range(n_states):
-        ref_start[q + 1] = ref_start[q] + len(ref_lists[q])
-    ref_rule = np.array([r for rs in ref_lists for r, _ in rs], dtype=np.int32)
-    ref_target = np.array([t for rs in ref_lists for _, t in rs], dtype=np.int32)
+    np.cumsum(ref_count, out=ref_start[1:])
+    ref_rule = np.array(ref_rule_l, dtype=np.int32)
+    ref_target = np.array(ref_target_l, dtype=np.int32)
     rule_start = np.array([gid[(n, 0)] for n in order] + [s0], dtype=np.int32)
     rule_nullable = np.array([1 if n in nullable else 0 for n in order] + [0], dtype=np.int32)
     stats = {"rules": len(order), "states": n_states, "rule_edges": int(len(ref_rule)),
