@@ -184,45 +184,61 @@ class _DFA:
 
 
 def _determinize(nfa: _NFA, start: int, end: int) -> _DFA:
+    """Subset construction over byte intervals and rule labels. DFA states are numbered in
+    discovery order: per state, the byte targets by ascending interval, then the rule
+    targets by first appearance (NFA members in ascending order)."""
     first = nfa.closure([start])
     index = {first: 0}
     order = [first]
+    closures: dict[frozenset, frozenset] = {}  # target set -> its ε-closure (this rule)
+
+    def state_of(tg) -> int:
+        key = frozenset(tg)
+        tgt = closures.get(key)
+        if tgt is None:
+            tgt = closures[key] = nfa.closure(key)
+        j = index.get(tgt)
+        if j is None:
+            j = index[tgt] = len(order)
+            order.append(tgt)
+        return j
+
     final, byt, refs = [], [], []
     i = 0
     while i < len(order):
         cur = order[i]
         i += 1
         final.append(end in cur)
-        # Byte edges: split into elementary intervals.
-        edges = [e for x in sorted(cur) for e in nfa.bytes[x]]
-        cuts = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+        members = sorted(cur)
+        # Byte edges: split into elementary intervals, each edge dropped into the
+        # intervals it covers (a sweep, not every interval against every edge).
+        edges = [e for x in members for e in nfa.bytes[x]]
         out_b: list[tuple[int, int, int]] = []
-        for a, b in zip(cuts, cuts[1:]):
-            tg = [t for lo, hi, t in edges if lo <= a and b - 1 <= hi]
-            if not tg:
-                continue
-            tgt = nfa.closure(tg)
-            if tgt not in index:
-                index[tgt] = len(order)
-                order.append(tgt)
-            j = index[tgt]
-            if out_b and out_b[-1][2] == j and out_b[-1][1] == a - 1:
-                out_b[-1] = (out_b[-1][0], b - 1, j)
-            else:
-                out_b.append((a, b - 1, j))
+        if len(edges) == 1:
+            lo, hi, t = edges[0]
+            out_b.append((lo, hi, state_of((t,))))
+        elif edges:
+            cuts = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+            at = {c: k for k, c in enumerate(cuts)}
+            buckets: list[list[int]] = [[] for _ in range(len(cuts) - 1)]
+            for lo, hi, t in edges:
+                for k in range(at[lo], at[hi + 1]):
+                    buckets[k].append(t)
+            for k, tg in enumerate(buckets):
+                if not tg:
+                    continue
+                a, b = cuts[k], cuts[k + 1]
+                j = state_of(tg)
+                if out_b and out_b[-1][2] == j and out_b[-1][1] == a - 1:
+                    out_b[-1] = (out_b[-1][0], b - 1, j)
+                else:
+                    out_b.append((a, b - 1, j))
         byt.append(out_b)
         by_rule: dict[str, list[int]] = {}
-        for x in sorted(cur):
+        for x in members:
             for name, t in nfa.refs[x]:
                 by_rule.setdefault(name, []).append(t)
-        out_r = []
-        for name, tg in by_rule.items():
-            tgt = nfa.closure(tg)
-            if tgt not in index:
-                index[tgt] = len(order)
-                order.append(tgt)
-            out_r.append((name, index[tgt]))
-        refs.append(out_r)
+        refs.append([(name, state_of(tg)) for name, tg in by_rule.items()])
     return _DFA(final, byt, refs)
 
 
