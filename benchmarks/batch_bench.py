@@ -3,28 +3,33 @@
     python benchmarks/batch_bench.py [--rows 16] [--threads 2] [--steps 12] [--grammars c,json,...]
 
 Per grammar (corpus grammar + its first sample, Qwen vocabulary, 151,644 tokens): ``rows``
-matchers start at offsets spread over the sample's token trajectory (≤150 tokens) and
-advance one token per step in lockstep, as a decoding batch does. At every step the same
-row states are filled twice into two bitmasks — sequentially on the calling thread, and by
-``BatchMatcher(threads)`` — in alternating order (odd steps batch first), the two bitmasks
-are compared bit for bit, and the wall times are summed. Printed: per-step median and total
-times and the speedup sequential / batch, and the mean counters per row fill (trie nodes
-walked: the work the threads share). One warm-up step (not timed) builds the token classes
-the rows touch. The machine's core count and load average are printed, and per mode the
-cores the process actually got (CPU time / wall time): on a shared box (Linux autogroup
-scheduling gives each busy session an equal share, whatever its thread count) the speedup
-is bounded by what the scheduler grants, so read the ratio beside "cores used".
+matchers start at offsets spread over the sample's token trajectory (≤150 tokens) and advance
+one token per step in lockstep, as a decoding batch does. At every step the same row states are
+filled twice into two bitmasks — sequentially on the calling thread, and by
+``BatchMatcher(threads)`` (two sets of matchers in the same states, each with its own chart, so
+neither fill is the other's mask-cache hit) — in alternating order (odd steps batch first), the
+two bitmasks are compared bit for bit, and the wall times are summed. Printed: per-step median
+and total times and the speedup sequential / batch, and the mean counters per row fill (trie
+nodes walked: the work the threads share). The BatchMatcher runs with its default
+``min_parallel_work``, so a step whose rows did little work last time (cache hits, short walks)
+is filled on the calling thread; the "parallel steps" column counts the others. One warm-up
+step (not timed) builds the token classes the rows touch. The machine's core count and load
+average are printed, and per mode the cores the process actually got (CPU time / wall time): on
+a shared box (Linux autogroup scheduling gives each busy session an equal share, whatever its
+thread count) the speedup is bounded by what the scheduler grants, so read the ratio beside
+"cores used".
 
-Heavy rows (``--heavy-reps``, default 5): the masks that decide a batch's latency are the
-expensive ones (free-text positions: thousands of trie nodes), while most masks are
-cache hits of a few microseconds. So, per grammar, the 16 positions of the trajectory with
-the most trie nodes per fill are found, and each repetition builds two fresh sets of 16
-matchers there (fresh charts: no mask-cache hit) and fills one set sequentially and one
-with the BatchMatcher, alternating which goes first; same comparison and columns.
+Heavy rows (``--heavy-reps``, default 5; ``min_parallel_work=0``: always threads): the masks
+that decide a batch's latency are the expensive ones (free-text positions: thousands of trie
+nodes), while most masks are cache hits of a few microseconds. So, per grammar, the 16
+positions of the trajectory with the most trie nodes per fill are found, and each repetition
+builds two fresh sets of 16 matchers there (fresh charts: no mask-cache hit) and fills one set
+sequentially and one with the BatchMatcher, alternating which goes first; same comparison and
+columns.
 
-Then the bitmask application kernels (kernels/): ``apply_token_bitmask_inplace`` on
-(rows, V) float32 logits with the last step's masks, backend "cpu" (fused numba loop) vs
-"torch" (unpack + masked_fill), median of 20 runs each, interleaved.
+Then the bitmask application kernels (kernels/): ``apply_token_bitmask_inplace`` on (rows, V)
+float32 logits with the last step's masks, backend "cpu" (fused numba loop) vs "torch" (unpack
++ masked_fill), median of 20 runs each, interleaved.
 """
 
 from __future__ import annotations
@@ -63,24 +68,29 @@ def bench_grammar(name, vocab, tokenizer, n_rows, threads, steps):
     toks = [t for t in toks if t not in vocab.eos_ids]
     steps = min(steps, max(1, len(toks) - 1))
     span = max(0, len(toks) - steps - 1)
-    rows = [Matcher(g, vocab) for _ in range(n_rows)]
     offs = [(r * span) // max(1, n_rows - 1) for r in range(n_rows)]
-    for m, off in zip(rows, offs):
-        for t in toks[:off]:
-            assert m.accept_token(t)
+
+    def start_rows():
+        rows = [Matcher(g, vocab) for _ in range(n_rows)]
+        for m, off in zip(rows, offs):
+            for t in toks[:off]:
+                assert m.accept_token(t)
+        return rows
+
+    seq_rows, bat_rows = start_rows(), start_rows()  # same states, own charts (own mask caches)
     seq_mask = np.zeros((n_rows, vocab.n_words), np.int32)
     bat_mask = np.zeros_like(seq_mask)
-    seq_t, bat_t, nodes, seq_cpu, bat_cpu = [], [], [], [], []
+    seq_t, bat_t, nodes, seq_cpu, bat_cpu, par = [], [], [], [], [], 0
     with BatchMatcher(threads) as bm:
         for step in range(steps + 1):
             def run_seq():
                 t, c = time.perf_counter(), time.process_time()
-                cs = [m.fill_next_token_bitmask(seq_mask, r) for r, m in enumerate(rows)]
+                cs = [m.fill_next_token_bitmask(seq_mask, r) for r, m in enumerate(seq_rows)]
                 return time.perf_counter() - t, time.process_time() - c, cs
 
             def run_bat():
                 t, c = time.perf_counter(), time.process_time()
-                bm.batch_fill_next_token_bitmask(rows, bat_mask)
+                bm.batch_fill_next_token_bitmask(bat_rows, bat_mask)
                 return time.perf_counter() - t, time.process_time() - c
 
             if step % 2:
@@ -92,15 +102,17 @@ def bench_grammar(name, vocab, tokenizer, n_rows, threads, steps):
             if not np.array_equal(seq_mask, bat_mask):
                 raise SystemExit(f"{name}: batch and sequential masks differ at step {step}")
             if step:  # step 0 is the warm-up
+                par += bm.last_parallel
                 seq_t.append(ts)
                 bat_t.append(tb)
                 seq_cpu.append(cpu_s)
                 bat_cpu.append(cb)
                 nodes.append(np.mean([c.trie_nodes for c in cs]))
-            for m, off in zip(rows, offs):
-                assert m.accept_token(toks[off + step])
+            for rows in (seq_rows, bat_rows):
+                for m, off in zip(rows, offs):
+                    assert m.accept_token(toks[off + step])
     return dict(seq=np.array(seq_t), bat=np.array(bat_t), nodes=float(np.mean(nodes)), mask=seq_mask,
-                seq_cores=sum(seq_cpu) / sum(seq_t), bat_cores=sum(bat_cpu) / sum(bat_t))
+                seq_cores=sum(seq_cpu) / sum(seq_t), bat_cores=sum(bat_cpu) / sum(bat_t), par=par)
 
 
 def bench_heavy(name, vocab, tokenizer, n_rows, threads, reps):
@@ -193,7 +205,8 @@ def main() -> None:
           f"BatchMatcher({args.threads}), {args.steps} steps per grammar (Qwen vocabulary)")
     print()
     print(f"{'grammar':12} {'seq ms/step':>12} {'batch ms/step':>14} {'seq total ms':>13} "
-          f"{'batch total ms':>15} {'speedup':>8} {'trie nodes/row':>15} {'cores used seq/batch':>21}")
+          f"{'batch total ms':>15} {'speedup':>8} {'trie nodes/row':>15} {'cores used seq/batch':>21} "
+          f"{'parallel steps':>15}")
     last = None
     for name in args.grammars.split(","):
         r = bench_grammar(name, vocab, env.tokenizer, args.rows, args.threads, args.steps)
@@ -201,7 +214,7 @@ def main() -> None:
         s, b = r["seq"], r["bat"]
         print(f"{name:12} {np.median(s) * 1e3:12.2f} {np.median(b) * 1e3:14.2f} {s.sum() * 1e3:13.1f} "
               f"{b.sum() * 1e3:15.1f} {s.sum() / b.sum():7.2f}x {r['nodes']:15.0f} "
-              f"{r['seq_cores']:10.2f}/{r['bat_cores']:.2f}")
+              f"{r['seq_cores']:10.2f}/{r['bat_cores']:.2f} {r['par']:10d}/{len(s)}")
     print(f"\n(load average {os.getloadavg()[0]:.2f}; masks identical at every step)")
     if args.heavy_reps > 0:
         print(f"\nheavy rows: the {args.rows} most expensive positions per grammar, fresh matchers, "
