@@ -15,10 +15,10 @@ from .limits import RuntimeLimits
 class Chart:
     def __init__(self, n_rules: int, items: int = 1 << 14, sets: int = 1 << 10,
                  groups: int = 1 << 12, hash_bits: int = 12, mask_words: int = 0,
-                 cache_slots: int = 64, cache_items: int = 256, limits: RuntimeLimits | None = None):
+                 cache_slots: int = 64, cache_items: int = 1024, limits: RuntimeLimits | None = None):
         """``mask_words`` > 0 (a Matcher's chart) turns on the mask cache: ``cache_slots``
-        masks (a power of two), keyed by set contents (earley._canonize: kernels of at
-        most ``cache_items`` items). ``limits`` caps the growth (limits.py)."""
+        masks (a power of two), keyed by set contents (earley._canonize: kernels and
+        waiter groups of at most ``cache_items`` items are named). ``limits`` caps the growth (limits.py)."""
         slots = cache_slots if mask_words > 0 else 0
         self.n_rules = n_rules
         self.limits = limits or RuntimeLimits()
@@ -55,6 +55,7 @@ class Chart:
             np.full(1 << 12, -1, np.int32),  # ival
             np.zeros(1 << 11, np.int32),  # istart
             np.zeros(1 << 14, np.int64),  # ipool
+            np.full(groups, -1, np.int64),  # gcode (content code of each waiter group)
         )
 
     @property
@@ -93,7 +94,7 @@ class Chart:
             return b
 
         for i in (K.I_ITEMS, K.I_GRP_RULE, K.I_GRP_FIRST, K.I_GRP_LEN, K.I_GRP_LEO,
-                  K.I_ENT_TARGET, K.I_ENT_ORIGIN):
+                  K.I_ENT_TARGET, K.I_ENT_ORIGIN, K.I_GCODE):
             S[i] = bigger(S[i])
         for i in (K.I_SET_START, K.I_GRP_START, K.I_ENT_START, K.I_SET_FLAG, K.I_CANON):
             b = np.zeros((len(S[i]) - 1) * 2 + 1, S[i].dtype)

@@ -45,8 +45,11 @@ I_ENT_START, I_ENT_TARGET, I_ENT_ORIGIN, I_HKEYS, I_HGEN, I_RGEN, I_RCNT, I_RPOS
 I_TOUCHED, I_SET_FLAG, I_META, I_COUNTERS = range(15, 19)
 I_TRANS, I_KLEN, I_MKEYS, I_MGEN, I_MVAL = range(19, 24)
 I_CANON, I_MC_KEY, I_MC_MASK, I_MC_SCRATCH, I_IKEY, I_IVAL, I_ISTART, I_IPOOL = range(24, 32)
+I_GCODE = 32
 
-N_SETS, GEN, ACC_FLAG, W_ROOT, W_TOP, MGEN, N_IDS = range(7)
+N_SETS, GEN, ACC_FLAG, W_ROOT, W_TOP, MGEN, N_IDS, W_NAMED = range(8)
+# a mask walk names its sets by content (memo_push) once it has built NAME_AFTER of them
+NAME_AFTER = 8
 C_ITEMS, C_PREDICT, C_COMPLETE, C_SCAN, C_TRIE, C_LEO, C_SETS = range(7)
 N_COUNTERS = 8
 
@@ -242,17 +245,25 @@ def _commit(G, S, p, begin, end, gen, acc):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _origin_code(canon, o, p):
-    """An origin as the content id of its set: 0 = the set itself (p), 1 = set 0 (the
-    accept item's origin stays recognisable), id + 2 otherwise; -1: not named."""
+def _origin_code(G, S, o, r, p):
+    """The origin o of an item of rule r in set p, as content: 0 = the set itself (p),
+    1 = set 0 (the accept item's origin stays recognisable), else the code of o's waiter
+    group for r, + 2 (an item (q, o) reads nothing of o but that group: completions and
+    Leo chains of its rule); -1: not named."""
     if o == p:
         return np.int64(0)
     if o == 0:
         return np.int64(1)
-    c = canon[o]
-    if c < 0:
-        return np.int64(-1)
-    return np.int64(c) + 2
+    grp_start = S[I_GRP_START]
+    grp_rule = S[I_GRP_RULE]
+    gcode = S[I_GCODE]
+    for g in range(grp_start[o], grp_start[o + 1]):
+        if grp_rule[g] == r:
+            c = gcode[g]
+            if c < 0:
+                return np.int64(-1)
+            return c + 2
+    return np.int64(-1)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -295,71 +306,151 @@ def _intern(S, n):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _canonize(S, p):
-    """Name committed set p by what it does as an origin: ``canon[p]`` = the interned id
-    of its waiter groups, sorted entries ``rule | leo flag | target | origin's id`` (see
-    _origin_code). A later set reads set p only through these groups (completions, Leo
-    chains), so by induction two items ``(q, o)``, ``(q, o')`` with ``canon[o] ==
-    canon[o']`` behave alike in every future. -1: not named (too many entries, a field
-    too wide, or an origin not named). Only in charts with a mask cache. False on
-    overflow (nothing named)."""
-    if S[I_MC_MASK].shape[0] == 0:
-        return True
-    canon = S[I_CANON]
+def _dedupe(a, begin, end):
+    """Sort a[begin:end) and drop repeats; returns the new end."""
+    _sort_range(a, begin, end)
+    if end - begin < 2:
+        return end
+    w = begin + 1
+    for i in range(begin + 1, end):
+        if a[i] != a[w - 1]:
+            a[w] = a[i]
+            w += 1
+    return w
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _kernel_key(G, S, p, lo, n):
+    """The content id of the set p whose kernel (the items scanned into it, the closure's
+    seed) is ``items[lo:lo+n]``: the interned sorted distinct ``origin code << 32 | state``
+    (_origin_code). A set is its kernel closed, and the closure reads the origins only
+    through their codes, so equal ids mean sets that behave alike in every future (same
+    masks, same successors' ids). -1 when not named (an origin not named, too many items),
+    -2 on overflow."""
+    state_rule = G[5]
+    scratch = S[I_MC_SCRATCH]
+    items = S[I_ITEMS]
+    if n + 1 > len(scratch):
+        return np.int64(-1)
+    scratch[0] = -2  # tag: a kernel (group sequences start with -1 or -3)
+    for i in range(n):
+        it = items[lo + i]
+        q = it & MASK32
+        c = _origin_code(G, S, it >> 32, state_rule[q], p)
+        if c < 0:
+            return np.int64(-1)
+        scratch[i + 1] = (c << 32) | q
+    k = _dedupe(scratch, 1, n + 1)
+    return np.int64(_intern(S, k))
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _entry_code(G, S, e, p):
+    """Waiter entry e of set p as ``target << 24 | origin code`` (0 = p itself); -1 when
+    not named or a field is too wide."""
+    t = np.int64(S[I_ENT_TARGET][e])
+    c = _origin_code(G, S, S[I_ENT_ORIGIN][e], G[5][t], p)
+    if c < 0 or c >= (1 << 24) or t >= (1 << 22):
+        return np.int64(-1)
+    return (t << 24) | c
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _canonize(G, S, p, kid):
+    """Name set p by content: ``canon[p]`` = ``kid``, its kernel's id (_kernel_key), and
+    ``gcode[g]`` for each waiter group g of p (rule B: the items to add when B completes
+    from p) = the code of what an item (q, p) of rule B reads of p: the interned sorted
+    distinct entries ``leo flag | target | origin code``. An entry whose origin is p itself
+    (a waiter predicted in p) stands for an item that reads p's other groups in turn, so
+    such a group is coded as (all of p's groups, entries coded likewise with p itself as
+    0, B): a finite description of everything later sets can read from p. Equal codes
+    are a bisimulation (by induction on the sets, coinduction through p's own entries):
+    items ``(q, o)``, ``(q, o')`` whose groups for q's rule have equal codes behave alike
+    in every future, and so do sets with equal kernel ids. -1: not named (a field too
+    wide, an origin not named, too many entries). False on overflow."""
+    S[I_CANON][p] = kid
     scratch = S[I_MC_SCRATCH]
     grp_start = S[I_GRP_START]
     grp_rule = S[I_GRP_RULE]
     grp_first = S[I_GRP_FIRST]
     grp_len = S[I_GRP_LEN]
     grp_leo = S[I_GRP_LEO]
-    ent_target = S[I_ENT_TARGET]
+    gcode = S[I_GCODE]
     ent_origin = S[I_ENT_ORIGIN]
-    n = 1
-    scratch[0] = -1  # tag: a group sequence (item sequences start with -2)
-    for g in range(grp_start[p], grp_start[p + 1]):
-        b = np.int64(grp_rule[g])
-        if b >= (1 << 15):
-            canon[p] = -1
-            return True
-        head = (b << 48) | (np.int64(grp_leo[g]) << 46)
+    g0 = grp_start[p]
+    g1 = grp_start[p + 1]
+    whole = np.int64(-1)  # the id of all of p's groups, when some group refers to p
+    for e in range(grp_first[g0] if g1 > g0 else 0, grp_first[g1 - 1] + grp_len[g1 - 1] if g1 > g0 else 0):
+        if ent_origin[e] == p:
+            whole = np.int64(-2)
+            break
+    if whole == -2:
+        n = 1
+        scratch[0] = -4  # tag: a whole set's groups
+        for g in range(g0, g1):
+            b = np.int64(grp_rule[g])
+            if b >= (1 << 15) or n + grp_len[g] > len(scratch):
+                whole = -1
+                break
+            head = (b << 48) | (np.int64(grp_leo[g]) << 46)
+            for e in range(grp_first[g], grp_first[g] + grp_len[g]):
+                c = _entry_code(G, S, e, p)
+                if c < 0:
+                    whole = -1
+                    break
+                scratch[n] = head | c
+                n += 1
+            if whole == -1:
+                break
+        if whole == -2:
+            whole = _intern(S, _dedupe(scratch, 1, n))
+            if whole == -2:
+                return False
+    for g in range(g0, g1):
+        head = np.int64(grp_leo[g]) << 46
+        n = 1
+        scratch[0] = -1  # tag: one group's entries
+        code = np.int64(0)
         for e in range(grp_first[g], grp_first[g] + grp_len[g]):
-            c = _origin_code(canon, ent_origin[e], p)
-            t = np.int64(ent_target[e])
-            if c < 0 or c >= (1 << 24) or t >= (1 << 22) or n >= len(scratch):
-                canon[p] = -1
-                return True
-            scratch[n] = head | (t << 24) | c
+            if ent_origin[e] == p:
+                code = -3  # refers to p: coded by the whole set
+                break
+            c = _entry_code(G, S, e, p)
+            if c < 0 or n >= len(scratch):
+                code = -1
+                break
+            scratch[n] = head | c
             n += 1
-    _sort_range(scratch, 1, n)
-    c = _intern(S, n)
-    if c == -2:
-        return False
-    canon[p] = c
+        if code == -3:
+            if whole < 0:
+                code = -1
+            else:
+                scratch[0] = -3  # tag: (whole set, rule)
+                scratch[1] = whole
+                scratch[2] = grp_rule[g]
+                code = _intern(S, 3)
+        elif code == 0:
+            code = _intern(S, _dedupe(scratch, 1, n))
+        if code == -2:
+            return False
+        gcode[g] = code
     return True
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _name_set(G, S, p):
+    """_canonize set p with its kernel's id (the first ``klen[p]`` items); False on overflow."""
+    kid = _kernel_key(G, S, p, S[I_SET_START][p], S[I_KLEN][p])
+    if kid == -2:
+        return False
+    return _canonize(G, S, p, kid)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def mask_key(S):
-    """The mask cache's key for the last set r: the interned id of r's items as sorted
-    ``origin's id << 32 | state``; -1 when not named, -2 on overflow. Equal keys: equal
-    items up to origins that behave alike (see _canonize), hence equal masks."""
-    canon = S[I_CANON]
-    scratch = S[I_MC_SCRATCH]
-    items = S[I_ITEMS]
-    r = S[I_META][N_SETS] - 1
-    lo = S[I_SET_START][r]
-    hi = S[I_SET_START][r + 1]
-    if hi - lo + 1 > len(scratch):
-        return -1
-    scratch[0] = -2
-    for i in range(hi - lo):
-        it = items[lo + i]
-        c = _origin_code(canon, it >> 32, r)
-        if c < 0:
-            return -1
-        scratch[i + 1] = (c << 32) | (it & MASK32)
-    _sort_range(scratch, 1, hi - lo + 1)
-    return _intern(S, hi - lo + 1)
+    """The mask cache's key for the last set r: its content id (``canon[r]``, see
+    _canonize); -1 when not named. Equal keys: sets that behave alike, equal masks."""
+    return S[I_CANON][S[I_META][N_SETS] - 1]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -400,7 +491,7 @@ def init_chart(G, S, state, p, acc):
     S[I_COUNTERS][C_ITEMS] += 1
     S[I_KLEN][p] = 1
     r = _commit(G, S, p, 0, 1, gen, acc)
-    if r > 0 and not _canonize(S, p):
+    if r > 0 and not _name_set(G, S, p):
         return OVERFLOW
     return r
 
@@ -456,7 +547,7 @@ def push_bytes(G, S, data, acc):
         if r <= 0:
             meta[N_SETS] = base
             return r
-        if not _canonize(S, meta[N_SETS] - 1):
+        if not _name_set(G, S, meta[N_SETS] - 1):
             meta[N_SETS] = base
             return OVERFLOW
     return r
@@ -588,6 +679,7 @@ def memo_begin(S):
     r = meta[N_SETS] - 1
     meta[W_ROOT] = r
     meta[W_TOP] = r + 1
+    meta[W_NAMED] = r + 1
     meta[MGEN] += 1
     trans = S[I_TRANS]
     for b in range(256):
@@ -663,17 +755,42 @@ def memo_push(G, S, s, b, acc):
         trans[ti] = M_DEAD
         return M_DEAD
     _sort_range(items, begin, end)
-    h = _kernel_hash(items, begin, end)
+    n = end - begin
     mkeys = S[I_MKEYS]
     mgen = S[I_MGEN]
     mval = S[I_MVAL]
     g = meta[MGEN]
     mmask = len(mkeys) - 1
+    kid = np.int64(-1)
+    if m - r > NAME_AFTER:  # a long walk: name its sets (older first: origins are older)
+        for x in range(meta[W_NAMED], m):
+            kx = _kernel_key(G, S, x, set_start[x], klen[x])
+            if kx == -2 or not _canonize(G, S, x, kx):
+                return M_OVERFLOW
+            meta[W_NAMED] = x + 1
+            if kx >= 0:  # findable by content too
+                hx = -1 - kx
+                k = _hash(hx) & mmask
+                while mgen[k] == g and mkeys[k] != hx:
+                    k = (k + 1) & mmask
+                if mgen[k] != g:
+                    mgen[k] = g
+                    mkeys[k] = hx
+                    mval[k] = x
+        kid = _kernel_key(G, S, m, begin, n)
+        if kid == -2:
+            return M_OVERFLOW
+    if kid >= 0:  # named: hash-consed by content (negative keys)
+        h = -1 - kid
+    else:  # by the raw kernel (non-negative keys)
+        h = _kernel_hash(items, begin, end) & np.int64(0x7FFFFFFFFFFFFFFF)
     k = _hash(h) & mmask
-    n = end - begin
     while mgen[k] == g:
         if mkeys[k] == h:
             c = mval[k]
+            if kid >= 0:
+                trans[ti] = c
+                return c
             if klen[c] == n:
                 c0 = set_start[c]
                 same = True
@@ -692,6 +809,10 @@ def memo_push(G, S, s, b, acc):
     meta[N_SETS] = saved
     if st < 0:
         return M_OVERFLOW
+    if m - r > NAME_AFTER:
+        if not _canonize(G, S, m, kid):
+            return M_OVERFLOW
+        meta[W_NAMED] = m + 1
     klen[m] = n
     mgen[k] = g
     mkeys[k] = h
@@ -955,12 +1076,12 @@ def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
 
 LAYOUT_G = "i32 " * 8
 LAYOUT_S = ("i64 i32 i32 i32 i32 i32 i32 i32 i32 i32 i64 i64 i64 i32 i32 i32 i32 i64 i64 "
-            "i32 i32 i64 i64 i32 i64 i64 u32x2 i64 i64 i32 i32 i64")
+            "i32 i32 i64 i64 i32 i64 i64 u32x2 i64 i64 i32 i32 i64 i64")
 LAYOUT_T = "i32 " * 5
 LAYOUT_P = "i32 u32x2 i32 i32 i32 i32"
 LAYOUT_MATCHER = "i64 i32 i32 i64"
-AT_G, AT_S, AT_T, AT_P, AT_MATCHER, AT_SCALARS = 0, 8, 40, 45, 51, 55
-PACKED_SLOTS = 56
+AT_G, AT_S, AT_T, AT_P, AT_MATCHER, AT_SCALARS = 0, 8, 41, 46, 52, 56
+PACKED_SLOTS = 57
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -991,7 +1112,7 @@ def fill_mask_packed(A, mask):
          _v32(A, s + 15), _v32(A, s + 16), _v64(A, s + 17), _v64(A, s + 18), _v32(A, s + 19),
          _v32(A, s + 20), _v64(A, s + 21), _v64(A, s + 22), _v32(A, s + 23), _v64(A, s + 24),
          _v64(A, s + 25), _m32(A, s + 26), _v64(A, s + 27), _v64(A, s + 28), _v32(A, s + 29),
-         _v32(A, s + 30), _v64(A, s + 31))
+         _v32(A, s + 30), _v64(A, s + 31), _v64(A, s + 32))
     t = AT_T
     T = (_v32(A, t), _v32(A, t + 1), _v32(A, t + 2), _v32(A, t + 3), _v32(A, t + 4))
     p = AT_P
