@@ -543,9 +543,14 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list) -> G
     "engine-check")."""
     t = pm.ctx.target
     guard = t.guard
+    baseline = []  # the input with only the fix-ups: the guard's fallback, never judged by it
 
     def guarded(cand: Grammar) -> str | None:
-        return None if guard is None or cand == grammar else guard.worse(grammar, cand)
+        if guard is None or cand == grammar:
+            return None
+        if not baseline:
+            baseline.append(list(_fallbacks(grammar, pm, safer=False))[-1][1])
+        return None if cand == baseline[0] else guard.worse(grammar, cand)
 
     if guard is not None and out != grammar:
         rep = PassReport("guard", _kappa(out), _kappa(out), len(out.rules), len(out.rules), 0.0)

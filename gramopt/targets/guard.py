@@ -1,7 +1,8 @@
-"""The no-slower guard: a candidate is kept only where no engine's static cost grows.
+"""The no-slower guard: a candidate is kept only where no engine's static cost grows (and,
+for the portable target, where it is clearly faster for one).
 
-    NoSlowerGuard(engines, strict=False, baseline=None).worse(original, candidate) -> str | None
-    GUARD            every engine (the portable target)
+    NoSlowerGuard(engines, strict=False, baseline=None, clear=False).worse(original, candidate) -> str | None
+    GUARD            every engine, clearly faster (the portable target)
     llamacpp_guard   llama.cpp alone, strict, against the input with the fix-ups (llama.cpp target)
 
 Engines prefer different forms of one language (xgrammar decides a right-recursive "text
@@ -11,7 +12,13 @@ the candidate with a reference form (the input, or what the target would write w
 e-graph: ``baseline``) under each of its engines' static costs (``costmodels.engine_shapes``:
 the engine's calibrated model's cost and the counts of the shapes measured to make it slow)
 and rejects the candidate when any component grew for any of its engines; a ``strict`` guard
-also rejects one whose model cost is not lower (not clearly faster: the reference is kept).
+also rejects one whose model cost is not lower; a ``clear`` guard (the portable target's) one
+that no engine gains from clearly (``engine_shapes.clearly_better_for``: a model cost at most
+``CLEAR_GAIN`` of the reference's, or a slow shape fewer; smaller static gains measured as
+noise, 0.88–1.08×): the reference — the user's own bytes — is trivially no slower. A ``clear``
+guard keeps a candidate that costs every engine exactly what the reference does in fewer
+rules: what went is rules the start does not reach (or their duplicates), which engines
+compile but never step through.
 It is deterministic (counts of the grammar, no timing) and conservative: a rewrite whose
 effect the counts cannot vouch for is not taken: the pass manager then keeps the input with
 only the target's fix-ups (``passes._judged``; the clean-ups alone are no safer for every engine).
@@ -22,7 +29,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..costmodels.calibration import engine_node_weights
-from ..costmodels.engine_shapes import ENGINE_SHAPES, engine_costs, worse_for
+from ..costmodels.engine_shapes import CLEAR_GAIN, ENGINE_SHAPES, clearly_better_for, engine_costs, worse_for
 from ..grammar import Grammar
 
 
@@ -33,11 +40,12 @@ class NoSlowerGuard:
 
     def __init__(self, engines: tuple[str, ...] = tuple(ENGINE_SHAPES), strict: bool = False,
                  baseline: Callable[[Grammar], Grammar] | None = None, against: str = "the input",
-                 name: str = "no-slower"):
+                 name: str = "no-slower", clear: bool = False):
         self.engines, self.strict, self.baseline, self.against, self.name = engines, strict, baseline, against, name
+        self.clear = clear
         engine = "no engine's" if len(engines) > 1 else f"no {engines[0]}"
-        self.accepted = f"{engine} static cost grows" + (f" and its model cost is below {against}'s (or it is {against})"
-                                                         if strict else "")
+        self.accepted = (("clearly faster, " if clear else "") + f"{engine} static cost grows"
+                         + (f" and its model cost is below {against}'s (or it is {against})" if strict else ""))
 
     def weights(self) -> dict:
         out = {}
@@ -58,18 +66,28 @@ class NoSlowerGuard:
         if not grew and self.strict:
             grew = [(e, "cost model not lower", before[e].cost, after[e].cost) for e in self.engines
                     if not after[e].cost < before[e].cost - 1e-9]
-        if not grew:
-            return None
-        shown = [f"{e} {what} {_num(b)}→{_num(a)}" for e, what, b, a in grew[:4]]
-        return (f"costs more than {self.against}: " + ", ".join(shown)
-                + (f" (+{len(grew) - 4} more)" if len(grew) > 4 else ""))
+        if grew:
+            shown = [f"{e} {what} {_num(b)}→{_num(a)}" for e, what, b, a in grew[:4]]
+            return (f"costs more than {self.against}: " + ", ".join(shown)
+                    + (f" (+{len(grew) - 4} more)" if len(grew) > 4 else ""))
+        if self.clear and not self._clearly_better(ref, candidate, before, after):
+            cut = min(after[e].cost / before[e].cost for e in self.engines if before[e].cost > 0)
+            return (f"not clearly faster than {self.against}: no engine's model cost ≤ {CLEAR_GAIN:g}× "
+                    f"{self.against}'s (best {cut:.2f}×) and no slow shape fewer")
+        return None
+
+    def _clearly_better(self, ref: Grammar, candidate: Grammar, before: dict, after: dict) -> bool:
+        if any(e in self.engines for e, *_ in clearly_better_for(before, after)):
+            return True
+        same = all(before[e] == after[e] for e in self.engines)
+        return same and len(candidate.rules) < len(ref.rules)
 
 
 def _num(x) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-GUARD = NoSlowerGuard()
+GUARD = NoSlowerGuard(clear=True)
 
 
 def llamacpp_guard(fixed_up: Callable[[Grammar], Grammar]) -> NoSlowerGuard:

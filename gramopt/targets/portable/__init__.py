@@ -1,6 +1,7 @@
 """The portable target's fix-ups: the safety steps every engine needs.
 
-    fixup(grammar, notes, fired) -> grammar     no left recursion, a root no rule references
+    fixup(grammar, notes, fired) -> grammar     no left recursion, a root no rule references,
+                                                GBNF rule names llama.cpp reads
     no_left_recursion(grammar, notes, fired)    the first step alone (the llama.cpp target's fix-up)
 
 Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
@@ -13,6 +14,9 @@ Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
   references (``root ::= "a" root "b" | ""`` misses ``bb`` after ``aaaaaaaa``); such a root
   becomes ``root ::= root-rec`` with ``root-rec`` holding the body (``transforms.reshape.root_wrapper``). A root no rule
   references (``root ::= item+``) is left as it is.
+* **rule names llama.cpp reads**: its parser takes ``[A-Za-z0-9-]`` only and refuses
+  ``select_statement``; a GBNF grammar's other characters become ``-``
+  (``transforms.reshape.rule_names``, a renaming).
 
 Both are language-preserving (each step's module states its argument) and idempotent.
 """
@@ -20,7 +24,7 @@ Both are language-preserving (each step's module states its argument) and idempo
 from __future__ import annotations
 
 from ...grammar import Grammar
-from ...transforms.reshape import remove_left_recursion, wrap_referenced_root
+from ...transforms.reshape import gbnf_rule_names, remove_left_recursion, wrap_referenced_root
 
 
 def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
@@ -38,7 +42,8 @@ def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | 
 
 
 def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
-    """``g`` with no direct left recursion and no referenced root (module docstring);
+    """``g`` with no direct left recursion, no referenced root and (GBNF) llama.cpp's rule
+    names (module docstring);
     ``notes`` / ``fired`` collect what was done, for the pass report."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
@@ -48,6 +53,12 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     if wrapped:
         fired["portable-root-wrapper"] = fired.get("portable-root-wrapper", 0) + 1
         notes.append(f"portable: root delegates to {wrapped}")
+    if g.dialect == "gbnf":
+        g, renamed = gbnf_rule_names(g)
+        if renamed:
+            fired["portable-rule-names"] = fired.get("portable-rule-names", 0) + len(renamed)
+            notes.append(f"portable: rule names in llama.cpp's characters: {', '.join(renamed[:6])}"
+                         f"{' …' if len(renamed) > 6 else ''}")
     return g
 
 
