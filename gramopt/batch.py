@@ -41,8 +41,8 @@ from .grammar import GrammarError
 GRAMMAR_EXTENSIONS = tuple(EXTENSIONS)
 SCHEMA_EXTENSIONS = (".json", ".jsonl")
 CACHE_FOLDER = ".gramopt-cache"
-_SHAPING = ("target", "passes", "verify", "to", "dialect", "start", "strict", "cost_model",
-            "max_nodes", "max_iterations", "max_verify_work")  # options that change the bytes out
+_SHAPING = ("target", "passes", "verify", "to", "dialect", "start", "strict", "cost_model",  # options that
+            "max_nodes", "max_iterations", "max_verify_work", "max_cleanup_work", "max_inline_work")  # shape bytes
 
 
 @dataclass(frozen=True)

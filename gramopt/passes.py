@@ -59,14 +59,14 @@ from . import targets
 from .costmodels import kappa, sac_proxy
 from .costmodels.objective import objective as _objective
 from .egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner, StopReason
-from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Grammar, GrammarError, check_size, depth, walk
+from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Grammar, GrammarError, Literal, check_size, depth, walk
 from .grammar.analysis import productive_rules
 from .grammar.size import grammar_size
 from .rewrites import FAMILIES, rules as rewrite_rules
 from .stage import stage
 from .verify import Bounds
 from .transforms.cleanup import PASSES as CLEANUPS
-from .transforms.inline import inline_rules, is_leaf, rule_kappa
+from .transforms.inline import Budget as InlineBudget, inline_rules, is_leaf, rule_kappa
 from .targets import INLINE_LEAVES, INLINE_NONE, Target
 
 DEFAULT_PASSES = ("cleanup", "saturate", "inline", "target")
@@ -207,9 +207,17 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
     for name in ctx.target.skips_cleanups:  # e.g. xgrammar: no factoring (targets/__init__.py)
         if cleanups.pop(name, None) is not None:
             rep.notes.append(f"{ctx.target.name}: no {name}")
+    spent, runs = 0, 0
     for _ in range(16):  # rounds to a fixpoint, as cleanup.simplify does
         start = g
         for n, fn in cleanups.items():
+            work = cleanup_work(g)
+            if spent + work > ctx.limits.cleanup_work:
+                rep.stops.append(f"stopped: its work budget ({ctx.limits.cleanup_work:,} expression nodes and "
+                                 f"code points over its runs) was spent after {runs} clean-up runs, before "
+                                 f"'{n}'; the grammar so far is kept")
+                return g
+            spent, runs = spent + work, runs + 1
             before = g
             g = fn(g)
             if g != before:
@@ -217,6 +225,12 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
         if g == start:
             break
     return g
+
+
+def cleanup_work(g: Grammar) -> int:
+    """What one clean-up run over ``g`` is charged: its expression nodes plus the code
+    points of its literals (factoring splits literals into code points)."""
+    return sum(1 + (len(x.text) if isinstance(x, Literal) else 0) for r in g.rules for x in walk(r.body))
 
 
 def _one_cleanup(name: str) -> PassFn:
@@ -278,9 +292,13 @@ def _inline(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
         # are merged by the other passes)
         rep.notes.append(f"{ctx.target.name}: rules kept")
         return g
-    out, names = inline_rules(g, always=is_leaf if ctx.target.inlining == INLINE_LEAVES else None)
+    budget = InlineBudget(ctx.limits.inline_work)
+    out, names = inline_rules(g, always=is_leaf if ctx.target.inlining == INLINE_LEAVES else None, budget=budget)
     if names:
         rep.fired["inline"] = len(names)
+    if budget.spent:
+        rep.stops.append(f"stopped: its work budget ({ctx.limits.inline_work:,} κ of the bodies rewritten) was "
+                         f"spent after {len(names)} inlinings; the other rules are kept")
     return out
 
 
@@ -401,18 +419,24 @@ def request_bounds(a: Grammar, b: Grammar):
     return Bounds(derivations=min(MAX_REQUEST_DERIVATIONS, n), max_depth=REQUEST_DERIVATION_DEPTH), ("derivations",)
 
 
-WORK_LIMITS = ("max_nodes", "max_iterations", "max_verify_work")  # options that shape the output
+WORK_LIMITS = ("max_nodes", "max_iterations", "max_verify_work", "max_cleanup_work",
+               "max_inline_work")  # options that shape the output
+_LIMIT_FIELDS = {"max_nodes": "nodes", "max_iterations": "iterations", "max_cleanup_work": "cleanup_work",
+                 "max_inline_work": "inline_work"}
 
 
 def work_limits(max_nodes: int | None = None, max_iterations: int | None = None,
-                max_verify_work: int | None = None) -> dict:
-    """``passes.optimize``'s ``limits`` (the e-graph's) and ``bounds`` (the language check's)
-    for the work limits given on the command line (None: the default)."""
-    for name, value in (("max-nodes", max_nodes), ("max-iterations", max_iterations),
-                        ("max-verify-work", max_verify_work)):
+                max_verify_work: int | None = None, max_cleanup_work: int | None = None,
+                max_inline_work: int | None = None) -> dict:
+    """``passes.optimize``'s ``limits`` (the e-graph's and the clean-ups' and inliner's
+    budgets) and ``bounds`` (the language check's) for the work limits given on the
+    command line (None: the default)."""
+    given = dict(max_nodes=max_nodes, max_iterations=max_iterations, max_verify_work=max_verify_work,
+                 max_cleanup_work=max_cleanup_work, max_inline_work=max_inline_work)
+    for name, value in given.items():
         if value is not None and value < 0:
-            raise GrammarError(f"--{name} must not be negative (got {value})")
-    lim = Limits(**{k: v for k, v in (("nodes", max_nodes), ("iterations", max_iterations)) if v is not None})
+            raise GrammarError(f"--{name.replace('_', '-')} must not be negative (got {value})")
+    lim = Limits(**{f: given[k] for k, f in _LIMIT_FIELDS.items() if given[k] is not None})
     return {"limits": lim, "bounds": Bounds(max_work=max_verify_work) if max_verify_work is not None else None}
 
 

@@ -138,6 +138,36 @@ def test_50000_alternatives_optimize(tmp_path):
     assert check_equivalence(read(str(src)), read(str(out))).ok
 
 
+# ---------------------------------------------------------------- the passes' own work budgets
+
+
+def test_the_cleanup_budget_stops_deterministically_and_says_so():
+    from gramopt.egraph import Limits
+    g = parse("root ::= " + " | ".join(f'"{w}"' for w in words(300)) + "\n", "gbnf")
+    runs = [optimize(g, target="generic", limits=Limits(cleanup_work=3_000)) for _ in range(2)]
+    for r in runs:
+        assert r.report.verified == "ok"
+        assert any(s.startswith("pass cleanup: stopped: its work budget (3,000 ") for s in r.report.stops)
+    assert runs[0].grammar == runs[1].grammar
+    free = optimize(g, target="generic")
+    assert not any("pass cleanup: stopped" in s for s in free.report.stops)
+    assert free.grammar != runs[0].grammar  # the budget did cut the clean-ups short
+
+
+def test_the_inline_budget_stops_deterministically_and_says_so(tmp_path, capsys):
+    src = tmp_path / "chain.gbnf"
+    src.write_text(chain(200), encoding="utf-8")
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"out{k}.gbnf"
+        assert run("optimize", src, "-o", out, "--target", "generic", "--max-inline-work", "500") == 0
+        assert "pass inline: stopped: its work budget (500 κ of the bodies rewritten)" in capsys.readouterr().err
+        outs.append(out.read_text(encoding="utf-8"))
+    assert outs[0] == outs[1]
+    assert check_equivalence(read(str(src)), read(str(tmp_path / "out0.gbnf"))).ok
+    assert run("optimize", src, "-o", tmp_path / "o.gbnf", "--max-cleanup-work", "-1") == 2
+
+
 # ---------------------------------------------------------------- encodings
 
 
@@ -250,7 +280,7 @@ def test_a_folder_output_in_or_equal_to_its_input_is_refused(tmp_path, capsys, w
     assert not (src / "out").exists()
 
 
-@pytest.mark.parametrize("field", ["iterations", "nodes", "growth", "safety_seconds"])
+@pytest.mark.parametrize("field", ["iterations", "nodes", "growth", "safety_seconds", "cleanup_work", "inline_work"])
 def test_negative_limits_are_rejected(field):
     from gramopt.egraph import Limits
     with pytest.raises(ValueError, match="must not be negative"):

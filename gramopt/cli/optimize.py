@@ -73,6 +73,12 @@ def add_arguments(o) -> None:
     o.add_argument("--max-verify-work", type=int, metavar="N",
                    help="work limit of the language check, in Earley steps (default: verify.Bounds.max_work); "
                         "when spent, the input is written unchanged and the stop reason printed")
+    o.add_argument("--max-cleanup-work", type=int, metavar="N",
+                   help="work limit of the clean-ups, in expression nodes and code points over their runs "
+                        "(default: egraph.Limits.cleanup_work); when spent they stop, the stop reason printed")
+    o.add_argument("--max-inline-work", type=int, metavar="N",
+                   help="work limit of the inliner, in κ of the bodies it rewrites (default: "
+                        "egraph.Limits.inline_work); when spent it stops, the stop reason printed")
 
 
 def run(args) -> int:

@@ -34,13 +34,20 @@ class StopReason(enum.Enum):
 
 @dataclass(frozen=True)
 class Limits:
+    """The optimizer's work limits: saturation's (iterations, e-nodes, growth), and the
+    budgets of the passes around it (``gramopt.passes``): ``cleanup_work`` in expression
+    nodes and literal code points per clean-up run, ``inline_work`` in κ of the rule bodies
+    the inliner rewrites. All are work units (same input, same output on any machine)."""
+
     iterations: int = 12
     nodes: int = 60_000
     growth: float = 6.0  # stop when the e-graph grows past growth × its initial size
     safety_seconds: float = math.inf  # outer safety limit only, off by default (module docstring)
+    cleanup_work: int = 50_000_000
+    inline_work: int = 50_000_000
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "nodes", "growth", "safety_seconds"):
+        for name in ("iterations", "nodes", "growth", "safety_seconds", "cleanup_work", "inline_work"):
             if getattr(self, name) < 0:
                 raise ValueError(f"limit {name} must not be negative (got {getattr(self, name)})")
 

@@ -11,6 +11,9 @@ lookahead, whose inlining leaves every body at most ``MAX_PASS_DEPTH`` deep (a c
 1,000 rules would otherwise nest 1,000 deep), and the exact κ change (computed per rule over the canonical BNF — κ is a sum
 over rules, plus 1) is ≤ 0: ties go to fewer rules.
 
+The pass has a work budget (``Budget``: κ of the bodies it rewrites); when spent it stops
+and keeps what it inlined so far.
+
 In the e-graph a reference and its rule's body are already one class, so the extractor
 sees every inlined form; this pass only decides, with the exact figure, which rule classes
 are worth a name.
@@ -18,6 +21,7 @@ are worth a name.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Callable
 
@@ -36,20 +40,43 @@ def _self_recursive(rule: Rule) -> bool:
     return rule.name in refs(rule.body)
 
 
-def inline_rules(grammar: Grammar, always: Callable[[Rule], bool] | None = None) -> tuple[Grammar, list[str]]:
+class Budget:
+    """The inliner's work budget: κ of the rule bodies it rewrites, summed over every
+    candidate it tries (``spent`` once a candidate would overrun it). Work units, so where
+    it stops is the same on every machine."""
+
+    def __init__(self, limit: float = math.inf):
+        self.limit, self.used, self.spent = limit, 0, False
+
+    def charge(self, work: int) -> bool:
+        """Take ``work`` units; False (and ``spent``) when they would overrun the limit."""
+        if self.spent or self.used + work > self.limit:
+            self.spent = True
+            return False
+        self.used += work
+        return True
+
+
+def inline_rules(grammar: Grammar, always: Callable[[Rule], bool] | None = None,
+                 budget: Budget | None = None) -> tuple[Grammar, list[str]]:
     """Inline every rule whose inlining does not increase κ, and every (unpinned,
     non-recursive) rule for which ``always(rule)`` holds whatever κ says; return the grammar
     and the inlined names (in order). Rounds to a fixpoint: a rule visited before the
-    rules it names were inlined into it (a leaf only afterwards) gets its second look."""
+    rules it names were inlined into it (a leaf only afterwards) gets its second look.
+    With a ``budget``, it stops at the first candidate that would overrun it, keeping the
+    inlinings made so far (each preserves the language); ``budget.spent`` says so."""
     inlined: list[str] = []
-    while True:
-        grammar, names = _inline_round(grammar, always)
+    budget = budget or Budget()
+    while not budget.spent:
+        grammar, names = _inline_round(grammar, always, budget)
         if not names:
-            return grammar, inlined
+            break
         inlined += names
+    return grammar, inlined
 
 
-def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None) -> tuple[Grammar, list[str]]:
+def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
+                  budget: Budget) -> tuple[Grammar, list[str]]:
     pinned = {grammar.start} | {a for d in grammar.directives for a in d.args}
     for r in grammar.rules:
         if r.lookahead is not None:
@@ -69,6 +96,8 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None) -> tu
             continue
         body = rules[name].body
         users = [u for u in list(users_of.get(name, ())) if u in rules and u != name]
+        if not budget.charge(kap[name] + sum(kap[u] for u in users)):
+            break
 
         def sub(e, body=body, name=name):
             if isinstance(e, Ref) and e.name == name:
