@@ -39,9 +39,10 @@ def chain(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def gramopt(*argv, interrupt_when: Path | None = None) -> tuple[int, float, float, float, str]:
-    """(exit code, wall seconds, CPU seconds, peak MB of the command, first stderr line).
-    With ``interrupt_when``: Ctrl-C (SIGINT to its process group) once that file exists."""
+def gramopt(*argv, interrupt_when: Path | None = None, prefer: str = "") -> tuple[int, float, float, float, str]:
+    """(exit code, wall seconds, CPU seconds, peak MB of the command, first stderr line, or
+    the first that contains ``prefer``). With ``interrupt_when``: Ctrl-C (SIGINT to its
+    process group) once that file exists."""
     t = time.perf_counter()
     p = subprocess.Popen([sys.executable, "-m", "gramopt", *map(str, argv)], cwd=ROOT,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -58,6 +59,7 @@ def gramopt(*argv, interrupt_when: Path | None = None) -> tuple[int, float, floa
     lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("[")]
     first = next((ln for ln in lines if "error" in ln or "warning" in ln or "note" in ln or "interrupted" in ln),
                  lines[0] if lines else "")
+    first = next((ln for ln in lines if prefer and prefer in ln), first)
     if ": warning: " in first and ".gramopt-cache" in first:  # a cache entry's long path
         first = "…/.gramopt-cache/…: warning: " + first.split(": warning: ", 1)[1]
     return rc, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, first[:120]
@@ -74,6 +76,7 @@ BEFORE = {
     "dev-full": "2 (device replaced by a file, as root)", "folder-same": "0 (inputs overwritten)",
     "folder-inside": "0 (out/out/out on reruns)", "folder-badcache": "70", "folder-ctrl-c": "130, said nothing written",
     "max-seconds": "no such flag", "max-memory": "no such flag", "neg-limit": "accepted",
+    "alt50000-generic": "killed after 300 s", "cleanup-work": "no such flag", "inline-work": "no such flag",
 }
 
 
@@ -131,6 +134,13 @@ def main() -> None:
         ("alt8000", "8,000 alternatives optimize", ["optimize", d / "alt8000.gbnf", "-o", d / "o3.gbnf"]),
         *([("alt50000", "50,000 alternatives optimize", ["optimize", d / "alt50000.gbnf", "-o", d / "o4.gbnf"])]
           if not args.quick else []),
+        *([("alt50000-generic", "50,000 alternatives optimize --target generic (factoring)",
+            ["optimize", d / "alt50000.gbnf", "-o", d / "o4g.gbnf", "--target", "generic"])]
+          if not args.quick else []),
+        ("cleanup-work", f"{big.stem} optimize --target generic --max-cleanup-work 1000000",
+         ["optimize", big, "-o", d / "o4c.gbnf", "--target", "generic", "--max-cleanup-work", "1000000"]),
+        ("inline-work", "chain of 1,000 rules optimize --target generic --max-inline-work 2000",
+         ["optimize", d / "chain1000.gbnf", "-o", d / "o6i.gbnf", "--target", "generic", "--max-inline-work", "2000"]),
         ("max-seconds", f"{big.stem} optimize --max-seconds 2", ["optimize", big, "-o", d / "o4s.gbnf",
                                                                    "--max-seconds", "2"]),
         ("max-memory", f"{big.stem} optimize --max-memory 100M", ["optimize", big, "-o", d / "o4m.gbnf",
@@ -164,7 +174,8 @@ def main() -> None:
             if callable(argv):
                 argv = argv()
             watch = d / "slowout" / "a0.gbnf" if key == "folder-ctrl-c" else None
-            rc, secs, cpu, peak, first = gramopt(*argv, interrupt_when=watch)
+            prefer = {"cleanup-work": "pass cleanup", "inline-work": "pass inline"}.get(key, "")
+            rc, secs, cpu, peak, first = gramopt(*argv, interrupt_when=watch, prefer=prefer)
             first = first.replace(str(d) + "/", "").replace(str(d), "").replace("|", "\\|")
             before = BEFORE.get(key, "") if not label.startswith("  ...") or key == "chain1000-back" else ""
             print(f"| {label} | {before} | {rc} | {secs:.1f} | {cpu:.1f} | {peak:.0f} | {first} |", flush=True)
