@@ -225,3 +225,38 @@ def test_reference_recognizer_agrees():
             assert ok == bool(ref.is_viable_prefix(text)), (name, text)
             if ok:
                 assert m.can_terminate() == bool(ref.accepts(text)), (name, text)
+
+
+def _naive_live_rules(names, dfas, use_bytes):
+    """Rule-level fixpoint: a rule is live when its automaton reaches a final state from its
+    start through byte edges (when use_bytes) and edges on live rules."""
+    live, changed = set(), True
+    while changed:
+        changed = False
+        for n in names:
+            d, seen, stack = dfas[n], {0}, [0]
+            while stack and n not in live:
+                q = stack.pop()
+                if d.final[q]:
+                    live.add(n)
+                    changed = True
+                nxt = [t for m, t in d.refs[q] if m in live] + ([t for _, _, t in d.bytes[q]] if use_bytes else [])
+                for t in nxt:
+                    if t not in seen:
+                        seen.add(t)
+                        stack.append(t)
+    return live
+
+
+@settings(max_examples=int(__import__("os").environ.get("GRAMOPT_HYP", "40")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(grammars())
+def test_live_rules_are_the_rule_level_fixpoint(g):
+    """compile's productive/nullable rules (one Horn propagation) equal the plain fixpoint."""
+    from gramopt.runtime.compile import _live_states, _rule_dfa
+    names = [r.name for r in g.rules]
+    dfas = {r.name: _rule_dfa(r.body) for r in g.rules}
+    for use_bytes in (True, False):
+        rules, states = _live_states(names, dfas, use_bytes)
+        assert rules == _naive_live_rules(names, dfas, use_bytes)
+        assert all(0 in states[n] for n in rules)

@@ -277,40 +277,54 @@ def _live_states(names: list[str], dfas: dict[str, _DFA], use_bytes: bool) -> tu
     when a byte edge leads to a live state, or a rule edge (B, t) has t live and B live. A
     rule edge whose target became live before its rule waits in ``pending[B]`` until B's
     start state does. (The least fixpoint of the rule-level iteration "B is live when its
-    automaton reaches a final state through live rules", computed in one pass.)"""
-    rev: dict[tuple[str, int], list] = {}  # (rule, target) -> [(source, rule of the edge or None)]
-    live: dict[str, set[int]] = {n: set() for n in names}
-    work: list[tuple[str, int]] = []
-    for n in names:
-        d = dfas[n]
-        for q in range(len(d.final)):
+    automaton reaches a final state through live rules", computed in one pass.) States are
+    numbered rule after rule (``base``) so the tables are flat lists."""
+    rid = {n: i for i, n in enumerate(names)}
+    base = [0] * (len(names) + 1)
+    for i, n in enumerate(names):
+        base[i + 1] = base[i] + len(dfas[n].final)
+    rev: list[list[int]] = [[] for _ in range(base[-1])]  # target -> sources (byte edges)
+    rev_ref: list[list[tuple[int, int]]] = [[] for _ in range(base[-1])]  # -> (source, rule)
+    live = bytearray(base[-1])
+    work: list[int] = []
+    for i, n in enumerate(names):
+        d, b = dfas[n], base[i]
+        for q, f in enumerate(d.final):
             if use_bytes:
                 for _, _, t in d.bytes[q]:
-                    rev.setdefault((n, t), []).append((q, None))
+                    rev[b + t].append(b + q)
             for m, t in d.refs[q]:
-                rev.setdefault((n, t), []).append((q, m))
-            if d.final[q]:
-                live[n].add(q)
-                work.append((n, q))
-    live_rules: set[str] = set()
-    pending: dict[str, list[tuple[str, int]]] = {}
+                rev_ref[b + t].append((b + q, rid[m]))
+            if f:
+                live[b + q] = 1
+                work.append(b + q)
+    starts = {base[i]: i for i in range(len(names))}  # a rule's start state -> the rule
+    live_rule = bytearray(len(names))
+    pending: dict[int, list[int]] = {}
     while work:
-        n, t = work.pop()
-        if t == 0 and n not in live_rules:
-            live_rules.add(n)
-            for src in pending.pop(n, ()):
-                if src[1] not in live[src[0]]:
-                    live[src[0]].add(src[1])
-                    work.append(src)
-        for q, m in rev.get((n, t), ()):
-            if q in live[n]:
-                continue
-            if m is None or m in live_rules:
-                live[n].add(q)
-                work.append((n, q))
-            else:
-                pending.setdefault(m, []).append((n, q))
-    return live_rules, live
+        x = work.pop()
+        r = starts.get(x)
+        if r is not None and not live_rule[r]:
+            live_rule[r] = 1
+            for y in pending.pop(r, ()):
+                if not live[y]:
+                    live[y] = 1
+                    work.append(y)
+        for y in rev[x]:
+            if not live[y]:
+                live[y] = 1
+                work.append(y)
+        for y, m in rev_ref[x]:
+            if not live[y]:
+                if live_rule[m]:
+                    live[y] = 1
+                    work.append(y)
+                else:
+                    pending.setdefault(m, []).append(y)
+    rules = {n for i, n in enumerate(names) if live_rule[i]}
+    states = {n: {q for q in range(base[i + 1] - base[i]) if live[base[i] + q]}
+              for i, n in enumerate(names) if live_rule[i]}
+    return rules, states
 
 
 def compile_grammar(grammar: Grammar) -> CompiledGrammar:
@@ -346,11 +360,16 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     # a final state (through productive rules: the live states above), and states
     # unreachable from the rule's start.
     kept: dict[str, list[int]] = {}
+    all_productive = len(productive) == len(names)
     for n in names:
         if n not in productive:
             continue
         d = dfas[n]
         co = co_states[n]
+        if all_productive and len(co) == len(d.final):
+            # nothing to drop, and every state of a subset construction is reachable from 0
+            kept[n] = list(range(len(d.final)))
+            continue
         d.refs = [[(m, t) for m, t in rs if m in productive] for rs in d.refs]
         d.bytes = [[e for e in es if e[2] in co] for es in d.bytes]
         d.refs = [[e for e in es if e[1] in co] for es in d.refs]
