@@ -401,11 +401,12 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     rule_names = order + [ACCEPT_RULE]
     rule_id = {n: i for i, n in enumerate(rule_names)}
 
-    gid: dict[tuple[str, int], int] = {}
+    gid: dict[str, dict[int, int]] = {}  # rule -> its kept states' global numbers
+    n_rule_states = 0
     for n in order:
-        for q in kept[n]:
-            gid[(n, q)] = len(gid)
-    s0 = len(gid)
+        gid[n] = {q: n_rule_states + k for k, q in enumerate(kept[n])}
+        n_rule_states += len(kept[n])
+    s0 = n_rule_states
     sF = s0 + 1
     n_states = sF + 1
 
@@ -420,8 +421,9 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     for n in order:
         d = dfas[n]
         r = rule_id[n]
+        loc = gid[n]
         for q in kept[n]:
-            g = gid[(n, q)]
+            g = loc[q]
             state_rule[g] = r
             f = FINAL if d.final[q] else 0
             if d.bytes[q]:
@@ -429,13 +431,13 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
                 for lo, hi, t in d.bytes[q]:
                     starts.append(g * 256 + lo)
                     lengths.append(hi - lo + 1)
-                    targets.append(gid[(n, t)])
+                    targets.append(loc[t])
             if d.refs[q]:
                 f |= HAS_OUT
                 ref_count[g] = len(d.refs[q])
                 for m, t in d.refs[q]:
                     ref_rule_l.append(rule_id[m])
-                    ref_target_l.append(gid[(n, t)])
+                    ref_target_l.append(loc[t])
             if (f & FINAL) and not (f & HAS_OUT):
                 f |= TAIL
             flags[g] = f
@@ -459,7 +461,7 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     np.cumsum(ref_count, out=ref_start[1:])
     ref_rule = np.array(ref_rule_l, dtype=np.int32)
     ref_target = np.array(ref_target_l, dtype=np.int32)
-    rule_start = np.array([gid[(n, 0)] for n in order] + [s0], dtype=np.int32)
+    rule_start = np.array([gid[n][0] for n in order] + [s0], dtype=np.int32)
     rule_nullable = np.array([1 if n in nullable else 0 for n in order] + [0], dtype=np.int32)
     stats = {"rules": len(order), "states": n_states, "rule_edges": int(len(ref_rule)),
              "compile_s": time.perf_counter() - t0}
