@@ -1,7 +1,8 @@
 """Grammar-faithful sampling, measured: TV to μ*, structure, per-token cost, speculative decoding.
 
     python benchmarks/faithful_bench.py [--kinds 3] [--max-len 12] [--n 8000] [--mc-n 600]
-                                        [--spec-n 2000] [--seed 0] [--quick] [--overhead-only] [--json OUT.json]
+                                        [--spec-n 2000] [--seed 0] [--quick] [--overhead-only | --json-only]
+                                        [--json OUT.json]
 
 1. Trains a tiny transformer (2 layers, d=32; seconds on CPU, nothing downloaded) on *sloppy*
    bracket strings (they stop or close wrongly now and then), so its preferences are real and
@@ -19,7 +20,8 @@
 4. A finite JSON language (36 records, several tokenizations per string): TV per method, with
    MC(k=1, h=1) — OneStep's lookahead with the true next distribution (one forward pass per
    candidate; deterministic, so its exact law is computed too) — to tell OneStep's proxy
-   error (p(·|x) standing in for p(·|x·y)) from a fault in the lookahead itself.
+   error (p(·|x) standing in for p(·|x·y)) from a fault in the lookahead itself; and, at a
+   few prefixes, OneStep's Φ̂ next to Φ1, exact Φ and the one-step drift that bounds |Φ̂ − Φ1|.
 5. Speculative decoding (draft + target, Leviathan acceptance against the reweighted target):
    accepted tokens per target call, acceptance rate and TV, Uniform vs Exact.
 """
@@ -172,6 +174,36 @@ def spec_section(setting, draft, n, gamma, seed):
     return out
 
 
+def proxy_section(setting, texts):
+    """OneStep's Φ̂ next to Φ1 (the same lookahead with the model's next distribution, from the
+    tree) and exact Φ, per candidate, at a few prefixes: where they part, and why."""
+    from gramopt.sampling import Step
+    from gramopt.sampling.workloads import greedy_tokenize
+    vocab, tree = setting["vocab"], setting["tree"]
+    rows = []
+    for text in texts:
+        prefix = tuple(greedy_tokenize(vocab, text.encode())) if text else ()
+        node = tree.node(prefix)
+        a, b = tree.child_start[node], tree.child_start[node + 1]
+        kids = dict(zip(tree.token[tree.child_node[a:b]].tolist(), tree.child_node[a:b].tolist()))
+        m = setting["new_matcher"]()
+        for t in prefix:
+            m.accept_token(t)
+        cand = np.array(sorted(kids), np.int64)
+        step = Step(m, prefix, tree.probs[node], cand, vocab.eos_ids)
+        one, ex = OneStep(cache_ids=0).phi(step), Exact(tree).phi(step)
+        for i, y in enumerate(cand.tolist()):
+            c = kids[y]
+            ca, cb = tree.child_start[c], tree.child_start[c + 1]
+            phi1 = (tree.eos_p[c] if tree.accepting[c] else 0.0) + tree.child_p[ca:cb].sum()
+            drift = 0.5 * np.abs(tree.probs[node] - tree.probs[c]).sum()
+            rows.append([repr(text) if i == 0 else "", repr(vocab.token_bytes[y].decode()), f"{step.probs[y]:.3f}",
+                         f"{one[i]:.4f}", f"{phi1:.4f}", f"{ex[i]:.4f}", f"{drift:.3f}"])
+    print("### OneStep's proxy at a few prefixes (Φ1: the same lookahead with p(·|x·y); |Φ̂ − Φ1| ≤ drift)\n")
+    table(["prefix x", "candidate y", "p(y|x)", "OneStep Φ̂(x·y)", "Φ1(x·y)", "exact Φ(x·y)",
+           "drift TV(p(·|x), p(·|x·y))"], rows)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kinds", type=int, default=3)
@@ -183,15 +215,24 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="D(3,8), small N (a smoke run)")
     ap.add_argument("--overhead-only", action="store_true", help="only the per-token cost table")
+    ap.add_argument("--json-only", action="store_true", help="only the finite JSON language's sections")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     if args.quick:
         args.max_len, args.n, args.mc_n, args.spec_n, args.train_steps = 8, 1000, 200, 400, 150
     torch.set_num_threads(1)
-    K, L, seed = args.kinds, args.max_len, args.seed
     report = dict(settings=vars(args))
 
-    # ---- models and μ* for bounded Dyck
+    if not args.json_only:
+        dyck_sections(args, report)
+    if not args.overhead_only:
+        json_sections(args, report)
+    return write_json(args.json, report)
+
+
+def dyck_sections(args, report) -> None:
+    """Bounded Dyck: models, μ*, TV table, per-token cost, speculative decoding."""
+    K, L, seed = args.kinds, args.max_len, args.seed
     v = bracket_vocab(K)
     model, t_train, loss = train(v, sloppy_brackets(20000, K, L, seed=seed), d=32, layers=2,
                                  steps=args.train_steps, seed=seed)
@@ -224,11 +265,14 @@ def main() -> int:
         report["dyck"] = tv_section(f"D({K},{L}): TV to μ*, structure", setting, methods,
                                     lambda name: args.mc_n if name.startswith("MC") else args.n, seed)
     report["overhead"] = overhead_section(setting, bigs, rounds=5, per_round=max(20, args.n // 200), seed=seed)
-    if args.overhead_only:
-        return write_json(args.json, report)
-    report["speculative"] = spec_section(setting, draft, args.spec_n, 4, seed)
+    if not args.overhead_only:
+        report["speculative"] = spec_section(setting, draft, args.spec_n, 4, seed)
 
-    # ---- finite JSON language
+
+
+def json_sections(args, report) -> None:
+    """The finite JSON language: model, μ*, TV table, OneStep's proxy at a few prefixes."""
+    seed = args.seed
     jv = json_vocab()
     jmodel, jt, jloss = train(jv, sloppy_json(20000, seed=seed), d=32, layers=2, steps=args.train_steps, seed=seed)
     jg = json_records()
@@ -251,7 +295,7 @@ def main() -> int:
                                              seed=seed), True),
                                  ("Exact", Exact(jtree), True)],
                                 lambda name: args.mc_n if name.startswith("MC") else args.n, seed, depth=False)
-    return write_json(args.json, report)
+    proxy_section(jset, ['{"kind":"', '{"kind":"user","id":', '{"kind":"user","id":42'])
 
 
 def write_json(path, report) -> int:
