@@ -292,6 +292,14 @@ def test_onestep_error_is_bounded_by_the_one_step_drift(records):
             assert abs(f - phi1) <= drift + 1e-9
             worst = max(worst, abs(f - phi1))
     assert worst > 0.5  # position-specific next tokens: the proxy is far off somewhere
+    for prefix, cand, phi in seen[::50]:  # ids aligned with p: a fresh matcher's mask after x·y
+        fresh = records.new_matcher()
+        assert all(fresh.accept_token(t) for t in prefix)
+        for y, f in zip(cand.tolist(), phi.tolist()):
+            if y not in t.eos_ids:
+                assert fresh.accept_token(y)
+                assert f == pytest.approx(t.probs[t.node(prefix)][fresh.allowed_tokens()].sum(), abs=1e-12)
+                fresh.rollback(1)
     m = records.new_matcher()
     step = Step(m, (), t.probs[0], allowed_tokens(m, len(records.vocab)), records.eos)
     mc = MonteCarlo(records.model, records.new_matcher, k=1, horizon=1, bos=records.bos).phi(step)

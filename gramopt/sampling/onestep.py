@@ -10,7 +10,7 @@ candidate), both are the mass of one set under two distributions, so
     |Φ̂(x·y) − Φ1(x·y)| ≤ TV(p(· | x), p(· | x·y)):
 
 OneStep is as good as its model is *stationary over one token*. Where the alphabet means the
-same at every position (bounded Dyck: one token per bracket) that drift is moderate and OneStep
+same at every position (bounded Dyck: one token per bracket) OneStep
 helps (benchmarks/faithful_bench.py, D(3,12): law TV 0.71 → 0.59). Where the next token's
 distribution is position-specific it is wrong, not merely noisy: on the finite JSON language
 after ``{"kind":"`` the model wants ``u`` (p 0.59) and ``admin``; the candidate ``g`` gets
@@ -23,12 +23,16 @@ bounds the error is not observable without the forward pass Φ1 needs.
 Cost. The allowed ids after x·y depend on the parse state after x and on y only, not on the
 model. They are cached per *state*: an Earley matcher names its state (``Matcher.state_key``:
 equal keys, equal futures), so prefixes that reach the same state share one entry — bounded
-Dyck D(3,12) has 348,649 viable prefixes but 6,629 states — and the state of x·y is found from
+Dyck D(3,12) has 348,649 viable prefixes but 6,628 states — and the state of x·y is found from
 the state of x and y (the transition is recorded when the state of x is expanded). Keys are
 one matcher's own, so the estimator keeps a private *scout* matcher for the grammar, walked to
 a prefix only when a state or a transition is met for the first time. A matcher without
 ``state_key`` (the matrix backend) gets one state per prefix. A warm state costs one gather
-and one segment sum over flat integer arrays (``np.bincount``), no accept or rollback.
+and one segment sum over flat integer arrays (``np.bincount``), no accept or rollback; a
+state met for the first time walks its candidates (accept, mask, key, roll back each), so
+``precompute`` expands every state up front where they are few (all of D(3,12) in about a
+second): benchmarks/results/faithful-2026-11-25-state-cache.md measures Φ̂ at 2–4% of a masked
+step with the repo's 2×32 model when precomputed, 13–15% when the cache fills while decoding.
 
 The cache holds one grammar × vocabulary at a time (a matcher of another one empties it) and
 at most ``cache_ids`` ids (then it starts over; 0: no cache, every candidate walked on the
