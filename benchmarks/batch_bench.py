@@ -43,6 +43,7 @@ import time
 import numpy as np
 
 from gramopt.bench.suites import corpus_dir  # noqa: E402
+from gramopt.runtime.batch import MIN_PARALLEL_WORK  # noqa: E402
 CORPUS = corpus_dir() or "corpus"
 CASES = {
     "c": "gbnf/llamacpp__c.gbnf",
@@ -147,7 +148,7 @@ def bench_heavy(name, vocab, tokenizer, n_rows, threads, reps):
 
     seq_mask = np.zeros((n_rows, vocab.n_words), np.int32)
     bat_mask = np.zeros_like(seq_mask)
-    seq_t, bat_t, seq_cpu, bat_cpu, nodes = [], [], [], [], []
+    seq_t, bat_t, seq_cpu, bat_cpu, nodes, work = [], [], [], [], [], []
     with BatchMatcher(threads, min_parallel_work=0) as bm:
         for rep in range(reps + 1):
             a, b = fresh(), fresh()
@@ -176,8 +177,10 @@ def bench_heavy(name, vocab, tokenizer, n_rows, threads, reps):
                 seq_cpu.append(cs_)
                 bat_cpu.append(cb)
                 nodes.append(np.mean([c.trie_nodes for c in cs]))
+                work.append(sum(c.trie_nodes + c.items for c in cs))
     return dict(seq=np.array(seq_t), bat=np.array(bat_t), nodes=float(np.mean(nodes)),
-                seq_cores=sum(seq_cpu) / sum(seq_t), bat_cores=sum(bat_cpu) / sum(bat_t))
+                seq_cores=sum(seq_cpu) / sum(seq_t), bat_cores=sum(bat_cpu) / sum(bat_t),
+                work=float(np.mean(work)))
 
 
 def bench_apply(mask, vocab_size, reps=20):
@@ -224,17 +227,20 @@ def main() -> None:
               f"{r['seq_cores']:10.2f}/{r['bat_cores']:.2f} {r['par']:10d}/{len(s)}")
     print(f"\n(load average {os.getloadavg()[0]:.2f}; masks identical at every step)")
     if args.heavy_reps > 0:
-        print(f"\nheavy rows: the {args.rows} most expensive positions per grammar, fresh matchers, "
+        print(f"\nheavy rows: the {args.rows} most expensive positions per grammar, fresh matchers, threads always, "
               f"{args.heavy_reps} repetitions")
         print(f"{'grammar':12} {'seq ms/batch':>12} {'batch ms/batch':>14} {'seq total ms':>13} "
-              f"{'batch total ms':>15} {'speedup':>8} {'trie nodes/row':>15} {'cores used seq/batch':>21}")
+              f"{'batch total ms':>15} {'speedup':>8} {'trie nodes/row':>15} {'cores used seq/batch':>21} "
+              f"{'work/batch':>11}")
         for name in args.grammars.split(","):
             r = bench_heavy(name, vocab, env.tokenizer, args.rows, args.threads, args.heavy_reps)
             s, b = r["seq"], r["bat"]
             print(f"{name:12} {np.median(s) * 1e3:12.2f} {np.median(b) * 1e3:14.2f} {s.sum() * 1e3:13.1f} "
                   f"{b.sum() * 1e3:15.1f} {s.sum() / b.sum():7.2f}x {r['nodes']:15.0f} "
-                  f"{r['seq_cores']:10.2f}/{r['bat_cores']:.2f}")
-        print(f"(load average {os.getloadavg()[0]:.2f}; masks identical)")
+                  f"{r['seq_cores']:10.2f}/{r['bat_cores']:.2f} {r['work']:11.0f}"
+                  f"{'' if r['work'] >= MIN_PARALLEL_WORK else ' (default: sequential)'}")
+        print(f"(load average {os.getloadavg()[0]:.2f}; masks identical; work = trie nodes + Earley "
+              f"items; the default BatchMatcher uses threads from {MIN_PARALLEL_WORK})")
     try:
         import torch  # noqa: F401
     except ImportError:
