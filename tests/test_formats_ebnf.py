@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gramopt.formats import parse, write
-from gramopt.formats.ebnf import format_expr, parse_ebnf, with_root_start, write_ebnf
+from gramopt.formats.ebnf import format_expr, parse_ebnf, with_llamacpp_names, with_root_start, write_ebnf
 from gramopt.formats.goebnf import parse_goebnf
 from gramopt.grammar import (Alt, CharClass, Directive, Epsilon, Grammar, GrammarError, Literal, Ref,
                              Regex, Repeat, Rule, Seq, SourcePos, Terminal, alt, seq)
@@ -233,7 +233,6 @@ def test_writer_renames_start_to_root():
     (Grammar((Rule("root", Terminal("WORD")),), "root"), "ebnf", "terminal 'WORD' cannot be written"),
     (Grammar((Rule("root", Regex("a+")),), "root"), "gbnf", "regexp /a+/ cannot be written"),
     (Grammar((Rule("root", a, lookahead=b),), "root"), "gbnf", "lookahead assertion"),
-    (Grammar((Rule("root", Ref("x.y")), Rule("x.y", a)), "root"), "gbnf", "rule name 'x.y'"),
     (Grammar((Rule("root", Ref("1st")), Rule("1st", a)), "root"), "ebnf", "rule name '1st'"),
     (Grammar((Rule("root", a),), "root", terminals=(Rule("A", a),)), "ebnf", "terminal definitions"),
     (Grammar((Rule("root", a),), "root", directives=(Directive("ignore", ("WS",)),)), "ebnf", "%ignore"),
@@ -241,6 +240,16 @@ def test_writer_renames_start_to_root():
 def test_writer_refuses_what_the_dialect_cannot_express(grammar, dialect, message):
     with pytest.raises(GrammarError, match=message.replace("+", r"\+").replace(".", r"\.")):
         write_ebnf(grammar, dialect)
+
+
+def test_gbnf_names_are_written_in_llamacpp_alphabet():
+    """llama.cpp's parser reads rule names of letters, digits and '-' only: '_' and '.' become
+    '-', and a name that collides gets the first free '-N' (references follow)."""
+    g = Grammar((Rule("root", Seq((Ref("a_b"), Ref("a-b"), Ref("x.y")))), Rule("a_b", a), Rule("a-b", b),
+                 Rule("x.y", a)), "root")
+    assert write_ebnf(g, "gbnf") == 'root ::= a-b-1 a-b x-y\na-b-1 ::= "a"\na-b ::= "b"\nx-y ::= "a"\n'
+    assert write_ebnf(g, "ebnf") == 'root ::= a_b a-b x.y\na_b ::= "a"\na-b ::= "b"\nx.y ::= "a"\n'
+    assert with_llamacpp_names(with_llamacpp_names(g)) == with_llamacpp_names(g)
 
 
 def test_writer_drops_lookahead_only_when_asked():

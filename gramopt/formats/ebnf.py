@@ -761,6 +761,8 @@ def write_ebnf(grammar: Grammar, dialect: str = "ebnf", *, drop_lookahead: bool 
     if grammar.directives:
         raise GrammarError(f"directive %{grammar.directives[0].name} cannot be written as {what}")
     g = with_root_start(grammar)
+    if dialect == "gbnf":
+        g = with_llamacpp_names(g)
     lines = [*_comment_lines(g.header), ""] if g.header else []
     for r in g.rules:
         _check_rule_name(r.name, dialect)
@@ -797,17 +799,48 @@ def with_root_start(grammar: Grammar) -> Grammar:
     return replace(grammar, rules=rules, start=START)
 
 
+_LLAMACPP_NAME_CHAR = re.compile(r"[^A-Za-z0-9-]")
+
+
+def with_llamacpp_names(grammar: Grammar) -> Grammar:
+    """The grammar with every rule name in llama.cpp's GBNF alphabet (letters, digits, '-';
+    its parser stops a name at '_' and fails): each other character becomes '-', and a
+    name that then collides with another rule's gets the first free ``-N`` suffix, in rule
+    order. Renaming rules consistently (definitions and references) keeps the language."""
+    names = set(grammar.names)
+    taken: set[str] = set()
+    mapping: dict[str, str] = {}
+    for r in grammar.rules:
+        if not _LLAMACPP_NAME_CHAR.search(r.name):
+            taken.add(r.name)
+    for r in grammar.rules:
+        if r.name in taken or r.name in mapping:
+            continue
+        base = _LLAMACPP_NAME_CHAR.sub("-", r.name)
+        new, n = base, 1
+        while new in taken or (new in names and new != r.name):
+            new, n = f"{base}-{n}", n + 1
+        mapping[r.name] = new
+        taken.add(new)
+    if not mapping:
+        return grammar
+    rules = tuple(replace(r, name=mapping.get(r.name, r.name), body=rename_refs(r.body, mapping),
+                          lookahead=None if r.lookahead is None else rename_refs(r.lookahead, mapping))
+                  for r in grammar.rules)
+    return replace(grammar, rules=rules, start=mapping.get(grammar.start, grammar.start))
+
+
 def _comment_lines(comment: str) -> list[str]:
     return [f"# {line}" if line else "#" for line in _LINE_BREAK.split(comment)] if comment else []
 
 
-_RULE_NAME = {"gbnf": re.compile(r"[A-Za-z0-9_-]+"), "ebnf": re.compile(r"[A-Za-z_.-][A-Za-z0-9_.-]*")}
+_RULE_NAME = {"gbnf": re.compile(r"[A-Za-z0-9-]+"), "ebnf": re.compile(r"[A-Za-z_.-][A-Za-z0-9_.-]*")}
 
 
 def _check_rule_name(name: str, dialect: str) -> None:
     if (not _RULE_NAME[dialect].fullmatch(name) or name == "."
             or (dialect == "ebnf" and name in _XGRAMMAR_RESERVED)):
-        allowed = ("letters, digits, '_' and '-'" if dialect == "gbnf" else
+        allowed = ("letters, digits and '-'" if dialect == "gbnf" else
                    "letters, digits, '_', '-' and '.', not starting with a digit, and not a "
                    "macro or boolean name")
         raise GrammarError(f"rule name '{name}' cannot be written as {_NAMES[dialect]} ({allowed})")
