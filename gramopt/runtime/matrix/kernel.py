@@ -134,6 +134,31 @@ def _live(byte_start, byte_pre, pred_row, k, b):
     return False
 
 
+@njit(cache=True, inline="always")
+def _or_into_entry(a, src_e, kwords, pool, ent_nt, ent_off, ent_lo, cur_idx, anyb, e0, p0, nw, ne):
+    """One product A → B C found: A's entry in the current column (a zeroed new one, the
+    ``ne``-th, if A has none yet) |= the start-position bits of entry ``src_e`` (B's), words
+    ``ent_lo[src_e]`` to ``kwords``; ``anyb`` collects them too. Returns (ne, words OR-ed)."""
+    e = cur_idx[a]
+    if e < 0:
+        e = ne
+        off = p0 + ne * nw
+        for w in range(nw):
+            pool[off + w] = 0
+        ent_nt[e0 + ne] = a
+        ent_off[e0 + ne] = off
+        cur_idx[a] = ne
+        ne += 1
+    dst = ent_off[e0 + e]
+    src = ent_off[src_e]
+    lo = ent_lo[src_e]
+    for w in range(lo, kwords):
+        x = pool[src + w]
+        pool[dst + w] |= x
+        anyb[w] |= x
+    return ne, kwords - lo
+
+
 @njit(cache=True)
 def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c, up_start, up,
               lc_start, lc, follow, start, col_start, col_pool, col_r1, ent_nt, ent_off, ent_lo, pool, pred_row, pred_t,
@@ -260,26 +285,10 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
                     for r in range(r1_start[bnt], r1_start[bnt + 1]):
                         if not in_f[r1_c[r]]:
                             continue
-                        a = r1_lhs[r]
-                        e = cur_idx[a]
-                        if e < 0:
-                            e = ne
-                            off = p0 + ne * nw
-                            for w in range(nw):
-                                pool[off + w] = 0
-                            ent_nt[e0 + ne] = a
-                            ent_off[e0 + ne] = off
-                            cur_idx[a] = ne
-                            ne += 1
-                        dst = ent_off[e0 + e]
-                        src = ent_off[src_e]
-                        lo = ent_lo[src_e]
-                        for w in range(lo, kwords):
-                            x = pool[src + w]
-                            pool[dst + w] |= x
-                            anyb[w] |= x
+                        ne, words = _or_into_entry(r1_lhs[r], src_e, kwords, pool, ent_nt, ent_off, ent_lo, cur_idx,
+                                                   anyb, e0, p0, nw, ne)
                         c_products += 1
-                        c_words += kwords - lo
+                        c_words += words
             else:
                 # by the right child: the final C's rules whose left child is in column k
                 for e in range(ks, ke):
@@ -290,26 +299,10 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
                         src_e = prev_idx[r2_b[r]]
                         if src_e < 0:
                             continue
-                        a = r2_lhs[r]
-                        e = cur_idx[a]
-                        if e < 0:
-                            e = ne
-                            off = p0 + ne * nw
-                            for w in range(nw):
-                                pool[off + w] = 0
-                            ent_nt[e0 + ne] = a
-                            ent_off[e0 + ne] = off
-                            cur_idx[a] = ne
-                            ne += 1
-                        dst = ent_off[e0 + e]
-                        src = ent_off[src_e]
-                        lo = ent_lo[src_e]
-                        for w in range(lo, kwords):
-                            x = pool[src + w]
-                            pool[dst + w] |= x
-                            anyb[w] |= x
+                        ne, words = _or_into_entry(r2_lhs[r], src_e, kwords, pool, ent_nt, ent_off, ent_lo, cur_idx,
+                                                   anyb, e0, p0, nw, ne)
                         c_products += 1
-                        c_words += kwords - lo
+                        c_words += words
                 for e in range(ks, ke):
                     prev_idx[ent_nt[e]] = -1
         for i in range(nf):
