@@ -793,41 +793,47 @@ def with_root_start(grammar: Grammar) -> Grammar:
         while f"{START}{sep}{n}" in names:
             n += 1
         mapping[START] = f"{START}{sep}{n}"
-    rules = tuple(replace(r, name=mapping.get(r.name, r.name), body=rename_refs(r.body, mapping),
-                          lookahead=None if r.lookahead is None else rename_refs(r.lookahead, mapping))
-                  for r in grammar.rules)
-    return replace(grammar, rules=rules, start=START)
+    return rename_rules(grammar, mapping)
 
 
 _LLAMACPP_NAME_CHAR = re.compile(r"[^A-Za-z0-9-]")
 
 
-def with_llamacpp_names(grammar: Grammar) -> Grammar:
-    """The grammar with every rule name in llama.cpp's GBNF alphabet (letters, digits, '-';
-    its parser stops a name at '_' and fails): each other character becomes '-', and a
-    name that then collides with another rule's gets the first free ``-N`` suffix, in rule
-    order. Renaming rules consistently (definitions and references) keeps the language."""
-    names = set(grammar.names)
-    taken: set[str] = set()
+def llamacpp_names(grammar: Grammar) -> dict[str, str]:
+    """The renaming that puts every rule name in llama.cpp's GBNF alphabet (letters, digits,
+    '-'; its parser stops a name at '_' or '.' and fails): each other character becomes '-',
+    made fresh against every name of the grammar (``a_b`` beside ``a-b`` becomes ``a-b2``),
+    in rule order. Empty when every name is already in the alphabet."""
+    taken = set(grammar.names)
     mapping: dict[str, str] = {}
     for r in grammar.rules:
-        if not _LLAMACPP_NAME_CHAR.search(r.name):
-            taken.add(r.name)
-    for r in grammar.rules:
-        if r.name in taken or r.name in mapping:
-            continue
-        base = _LLAMACPP_NAME_CHAR.sub("-", r.name)
-        new, n = base, 1
-        while new in taken or (new in names and new != r.name):
-            new, n = f"{base}-{n}", n + 1
-        mapping[r.name] = new
-        taken.add(new)
+        if r.name not in mapping and _LLAMACPP_NAME_CHAR.search(r.name):
+            base = _LLAMACPP_NAME_CHAR.sub("-", r.name) or "rule"
+            new, k = base, 1
+            while new in taken:
+                k += 1
+                new = f"{base}{k}"
+            taken.add(new)
+            mapping[r.name] = new
+    return mapping
+
+
+def rename_rules(grammar: Grammar, mapping: dict[str, str]) -> Grammar:
+    """``grammar`` with its rules renamed by ``mapping`` (definitions, references, lookaheads
+    and the start). Argument: a consistent renaming of nonterminals is a grammar isomorphism,
+    so the language is unchanged (``mapping`` must not merge two names)."""
     if not mapping:
         return grammar
     rules = tuple(replace(r, name=mapping.get(r.name, r.name), body=rename_refs(r.body, mapping),
                           lookahead=None if r.lookahead is None else rename_refs(r.lookahead, mapping))
                   for r in grammar.rules)
     return replace(grammar, rules=rules, start=mapping.get(grammar.start, grammar.start))
+
+
+def with_llamacpp_names(grammar: Grammar) -> Grammar:
+    """The grammar with the rule names llama.cpp reads (``llamacpp_names``); the GBNF writer
+    applies it, so every GBNF output loads in llama.cpp."""
+    return rename_rules(grammar, llamacpp_names(grammar))
 
 
 def _comment_lines(comment: str) -> list[str]:
