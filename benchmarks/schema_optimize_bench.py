@@ -45,6 +45,11 @@ def timed(fn, reps: int) -> list[float]:
     return out
 
 
+def pair(q) -> str:
+    """'p50 / p95' in ms, '–' for a column not measured."""
+    return "–" if np.isnan(q[0]) else f"{q[0]:.0f} / {q[1]:.0f}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
@@ -83,15 +88,16 @@ def main() -> int:
         row = {"schema": s.name, "rules": len(g.rules), "convert_ms": conv[0],
                **{f"{k}_p{q}": float(p[k][i]) for k in p for i, q in enumerate((50, 95))}}
         rows.append(row)
-        print(f"| {s.name} | {len(g.rules)} | {conv[0]:.1f} | {p['full'][0]:.0f} / {p['full'][1]:.0f} | "
-              f"{p['bare'][0]:.0f} / {p['bare'][1]:.0f} | {p['fastv'][0]:.0f} / {p['fastv'][1]:.0f} | "
+        print(f"| {s.name} | {len(g.rules)} | {conv[0]:.1f} | {pair(p['full'])} | "
+              f"{pair(p['bare'])} | {p['fastv'][0]:.0f} / {p['fastv'][1]:.0f} | "
               f"{p['fast'][0]:.1f} / {p['fast'][1]:.1f} | {p['comp'][0]:.1f} / {p['comp'][1]:.1f} | "
               f"{p['fast'][0] / p['comp'][0]:.2f}× |", flush=True)
     if rows:
         med = {k: float(np.median([r[k] for r in rows]))
                for k in ("full_p50", "bare_p50", "fastv_p50", "fast_p50", "comp_p50")}
-        print(f"\nmedian over {len(rows)} schemas (target {args.target}): optimize+verify p50 {med['full_p50']:.0f} ms, "
-              f"optimize alone {med['bare_p50']:.0f} ms, per-request {med['fast_p50']:.1f} ms "
+        full = "" if args.no_full else (f"optimize+verify p50 {med['full_p50']:.0f} ms, optimize alone "
+                                        f"{med['bare_p50']:.0f} ms, ")
+        print(f"\nmedian over {len(rows)} schemas (target {args.target}): {full}per-request {med['fast_p50']:.1f} ms "
               f"(with its check {med['fastv_p50']:.0f} ms), xgrammar compile {med['comp_p50']:.1f} ms")
         for k, what in (("fast", "per-request optimize"), ("fastv", "per-request optimize + check")):
             q = np.percentile(every[k], [50, 95])
