@@ -178,9 +178,9 @@ class _NFA:
 class _DFA:
     """One rule's automaton: state 0 is the start."""
 
-    final: list[bool]
-    bytes: list[list[tuple[int, int, int]]]  # (lo, hi, target), disjoint ranges
-    refs: list[list[tuple[str, int]]]  # (rule, target), one edge per rule
+    final: "list[bool] | tuple"
+    bytes: "list[list[tuple[int, int, int]]] | tuple"  # (lo, hi, target), disjoint ranges
+    refs: "list[list[tuple[str, int]]] | tuple"  # (rule, target), one edge per rule
 
 
 def _determinize(nfa: _NFA, start: int, end: int) -> _DFA:
@@ -249,13 +249,16 @@ _DFA_CACHE_SIZE = 8192
 def _rule_dfa(body: Expr) -> _DFA:
     """The rule body's automaton (a fresh shallow copy: compile_grammar reassigns its edge
     lists while trimming). Cached across grammars by the body (an immutable expression: a
-    rule body means the same automaton in every grammar; references are by name)."""
+    rule body means the same automaton in every grammar; references are by name). Cached as
+    tuples of tuples of ints and names: the garbage collector stops tracking such tuples
+    after one pass, so a full cache adds nothing to every later full collection's walk."""
     d = _DFA_CACHE.get(body)
     if d is None:
         nfa = _NFA()
         s, t = nfa.new(), nfa.new()
         nfa.build(body, s, t)
         d = _determinize(nfa, s, t)
+        d = _DFA(tuple(d.final), tuple(map(tuple, d.bytes)), tuple(map(tuple, d.refs)))
         _DFA_CACHE[body] = d
         while len(_DFA_CACHE) > _DFA_CACHE_SIZE:
             _DFA_CACHE.popitem(last=False)
