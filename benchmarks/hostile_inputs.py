@@ -46,7 +46,10 @@ def gramopt(*argv, interrupt_when: Path | None = None, prefer: str = "") -> tupl
     t = time.perf_counter()
     p = subprocess.Popen([sys.executable, "-m", "gramopt", *map(str, argv)], cwd=ROOT,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
+                         # a job started in the background of a non-interactive shell inherits
+                         # SIGINT ignored, and gramopt (as any program) keeps it so: restore it
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     if interrupt_when is not None:
         while not interrupt_when.exists() and p.poll() is None:
             time.sleep(0.05)
