@@ -14,8 +14,23 @@ the rule instead of a helper nonterminal, and a code-point class is a small byte
     A (reference)              s -A-> e                        (an edge labelled by rule A)
     x y, x | y                 concatenation / branches
     x*                         s ~> L, L -x-> L2 ~> L, L ~> e  (~> = ε)
-    x{m,n}                     m copies, then n-m optional copies
+    x{m,n}                     m copies, then n-m optional copies (small bounds; large
+                               ones are counted repetitions, below)
     (= lookahead)              nothing: a hint, not part of the language
+
+Counted repetitions: ``x{m,n}`` whose unrolled form would copy x more than COUNT_FROM
+times becomes a reference to a rule ``R`` with no automaton of its own: x is a rule X
+(a new one unless x is a reference) and R's states are *virtual*, numbered after every
+real state, one per count c = 0..cap (cap = n, or m when unbounded: from m on counts are
+alike, so the count saturates). State c of R has one rule edge, X → c + 1 (X → c at the
+saturated cap), while c < cap or the repetition is unbounded, and is final when c ≥ m.
+When x derives ε, x{m,n} = x{0,n}: every count is final and a count moves only on a
+non-empty x (an ε completion is never needed, see earley.py: Aycock–Horspool). So an
+Earley item of R stores its count in its state, the compiled grammar is O(|x|) whatever
+the bounds, and a step costs what one copy of x costs. ``reps`` holds one row of REP_W
+ints per counted rule: (base: its state for count 0, m, cap, flags: REP_UNBOUNDED |
+REP_NULLABLE, X's rule id or -1 when X derives nothing (then cap = 0), R's rule id);
+earley.py reads a virtual state's flags and edge from its row.
 
 The NFA is made deterministic per rule (subset construction over byte intervals and rule
 labels). Then rules that derive no string are removed with every edge into them, states
@@ -30,7 +45,9 @@ Invariants of the arrays (all int32, states numbered rule by rule):
     TAIL (FINAL and no outgoing edge: a completed item that only reduces, Leo's case);
   * ``state_rule[q]``, ``rule_start[r]``, ``rule_nullable[r]`` (1 when r derives ε);
   * every state lies on a path start → final through productive rules, so every
-    Earley item is viable (a non-empty Earley set means a viable prefix).
+    Earley item is viable (a non-empty Earley set means a viable prefix);
+  * states ``>= len(flags)`` are the virtual states of counted repetitions (``reps``):
+    they have no byte edges and no rows in the per-state arrays.
 """
 
 from __future__ import annotations
@@ -40,9 +57,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..grammar import Grammar
-from ..grammar.size import check_size
-from ..grammar.expr import Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal
+from ..grammar import Grammar, GrammarError
+from ..grammar.size import MAX_EXPANDED, expanded_size
+from ..grammar.expr import (Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal,
+                            transform)
 from ..grammar.utf8 import class_sequences
 
 FINAL = 1
@@ -51,6 +69,11 @@ TAIL = 4
 HAS_BYTES = 8
 
 ACCEPT_RULE = "$accept"
+
+COUNT_FROM = 64  # x{m,n} unrolling more copies than this is counted (module docstring)
+REP_W = 6  # ints per row of ``reps``: base, m, cap, flags, X's rule (-1: none), R's rule
+REP_UNBOUNDED, REP_NULLABLE = 1, 2
+MAX_VIRTUAL = 1 << 30  # virtual states in all (ids stay int32)
 
 
 class RuntimeGrammarError(ValueError):
@@ -70,6 +93,7 @@ class CompiledGrammar:
     rule_start: np.ndarray
     rule_nullable: np.ndarray
     rule_names: list[str]
+    reps: np.ndarray  # counted repetitions, REP_W ints a row, then a row of zeros (module docstring)
     start_state: int  # s0 of $accept: the initial item is (s0, 0)
     accept_state: int  # sF of $accept: accepting iff (sF, 0) is in the current set
     empty_language: bool = False
@@ -77,7 +101,12 @@ class CompiledGrammar:
 
     @property
     def n_states(self) -> int:
+        """Real states (rows of the per-state arrays); virtual ones are numbered after."""
         return len(self.flags)
+
+    @property
+    def n_reps(self) -> int:
+        return len(self.reps) // REP_W - 1  # the last row is zeros (a sentinel)
 
     @property
     def n_rules(self) -> int:
@@ -86,7 +115,7 @@ class CompiledGrammar:
     def arrays(self) -> tuple:
         """The tuple the numba kernels take, in their order."""
         return (self.byte_next, self.ref_start, self.ref_rule, self.ref_target, self.flags,
-                self.state_rule, self.rule_start, self.rule_nullable)
+                self.state_rule, self.rule_start, self.rule_nullable, self.reps)
 
 
 # ---------------------------------------------------------------- NFA per rule
@@ -267,6 +296,61 @@ def _rule_dfa(body: Expr) -> _DFA:
     return _DFA(d.final, d.bytes, d.refs)
 
 
+# ---------------------------------------------------------------- counted repetitions
+
+
+def _copies(e: Repeat) -> int:
+    """How many copies of its item the unrolled automaton of ``e`` would hold."""
+    return e.max if e.max is not None else e.min + 1
+
+
+def _count_repetitions(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, tuple[str, int, int | None]]]:
+    """The rule bodies with every repetition of more than COUNT_FROM copies replaced by a
+    reference to a counted rule ``<rule>$<k>`` (inner ones first), and those rules as
+    ``{name: (X, m, n)}``, X the repeated item's rule (``<rule>$<k>.x`` with the item as
+    its body, unless the item is a reference). Language-preserving: a rule stands for its
+    definition, and the counted rule's language is X{m,n} (module docstring)."""
+    bodies: dict[str, Expr] = {}
+    counted: dict[str, tuple[str, int, int | None]] = {}
+    for r in grammar.rules:
+        k = [0]
+
+        def count(e: Expr, owner: str = r.name) -> Expr:
+            if not (isinstance(e, Repeat) and _copies(e) > COUNT_FROM):
+                return e
+            name = f"{owner}${k[0]}"
+            k[0] += 1
+            if isinstance(e.item, Ref):
+                elem = e.item.name
+            else:
+                elem = name + ".x"
+                bodies[elem] = e.item
+            counted[name] = (elem, e.min, e.max)
+            bodies[name] = Ref(elem)  # what the rule-level passes see of it: it reaches X
+            return Ref(name)
+
+        bodies[r.name] = transform(r.body, count)
+    return bodies, counted
+
+
+def _counted_dfa(elem: str, m: int, n: int | None) -> _DFA:
+    """The automaton that stands for X{m,n} in the rule-level analyses (productive,
+    nullable, trimming, reachability): 0 -X-> 1 -X-> 1, 0 final iff m = 0, 1 final; it
+    derives something iff m = 0 or X does, ε iff m = 0 or X does, and reaches X."""
+    return _DFA([m == 0, True], [[], []], [[(elem, 1)], [(elem, 1)] if n is None or n > 1 else []])
+
+
+def _check_size(bodies: dict[str, Expr], limit: int = MAX_EXPANDED) -> None:
+    """GrammarError when the automata would copy more than ``limit`` symbols (counted
+    repetitions are references here, so only the small ones multiply)."""
+    total = 0
+    for name, body in bodies.items():
+        total += expanded_size(body)
+        if total > limit:
+            raise GrammarError(f"grammar too large once repetitions are expanded (more than {limit:,} "
+                               f"symbols, at rule '{name}'): reduce the repetition bounds")
+
+
 # ---------------------------------------------------------------- whole grammar
 
 
@@ -336,8 +420,8 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     automata copy a repetition's item out)."""
     import time
     t0 = time.perf_counter()
-    check_size(grammar)
-    rules = {r.name: r.body for r in grammar.rules}
+    rules, counted = _count_repetitions(grammar)
+    _check_size(rules)
     if grammar.start not in rules:
         raise RuntimeGrammarError(f"missing start rule '{grammar.start}'")
     # Rules reachable from the start (by name, before any trimming).
@@ -351,8 +435,8 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
             if m not in reach:
                 reach.add(m)
                 stack.append(m)
-    names = [r.name for r in grammar.rules if r.name in reach]
-    dfas = {n: _rule_dfa(rules[n]) for n in names}
+    names = [n for n in rules if n in reach]
+    dfas = {n: _counted_dfa(*counted[n]) if n in counted else _rule_dfa(rules[n]) for n in names}
 
     # Productive rules (derive some string), then nullable rules (derive ε).
     productive, co_states = _live_states(names, dfas, True)
@@ -407,11 +491,25 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     gid: dict[str, dict[int, int]] = {}  # rule -> its kept states' global numbers
     n_rule_states = 0
     for n in order:
-        gid[n] = {q: n_rule_states + k for k, q in enumerate(kept[n])}
-        n_rule_states += len(kept[n])
+        if n not in counted:
+            gid[n] = {q: n_rule_states + k for k, q in enumerate(kept[n])}
+            n_rule_states += len(kept[n])
     s0 = n_rule_states
     sF = s0 + 1
     n_states = sF + 1
+    reps: list[int] = []
+    base = n_states
+    for n in order:
+        if n in counted:
+            elem, m, hi = counted[n]
+            live_x = bool(dfas[n].refs[0])  # X derives something (else its edge was dropped)
+            cap = (m if hi is None else hi) if live_x else 0
+            fl = (REP_UNBOUNDED if hi is None and live_x else 0) | (REP_NULLABLE if elem in nullable else 0)
+            gid[n] = {0: base}
+            reps += [base, m, cap, fl, rule_id[elem] if live_x else -1, rule_id[n]]
+            base += cap + 1
+    if base > MAX_VIRTUAL:
+        raise RuntimeGrammarError(f"counted repetitions need {base:,} states, more than {MAX_VIRTUAL:,}")
 
     flags = [0] * n_states
     state_rule = [0] * n_states
@@ -422,6 +520,8 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     ref_rule_l: list[int] = []
     ref_target_l: list[int] = []
     for n in order:
+        if n in counted:
+            continue
         d = dfas[n]
         r = rule_id[n]
         loc = gid[n]
@@ -467,6 +567,7 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     rule_start = np.array([gid[n][0] for n in order] + [s0], dtype=np.int32)
     rule_nullable = np.array([1 if n in nullable else 0 for n in order] + [0], dtype=np.int32)
     stats = {"rules": len(order), "states": n_states, "rule_edges": int(len(ref_rule)),
-             "compile_s": time.perf_counter() - t0}
+             "counted": len(reps) // REP_W, "compile_s": time.perf_counter() - t0}
     return CompiledGrammar(byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start,
-                           rule_nullable, rule_names, s0, sF, empty, stats)
+                           rule_nullable, rule_names, np.array(reps + [0] * REP_W, np.int32), s0, sF,
+                           empty, stats)

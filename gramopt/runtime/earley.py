@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .compile import FINAL, HAS_OUT, TAIL
+from .compile import FINAL, HAS_OUT, REP_NULLABLE, REP_UNBOUNDED, REP_W, TAIL
 from .packed import fetch_add, pack_width, view1, view2
 
 # ---- state tuple layout (see EarleyState in chart.py)
@@ -80,12 +80,74 @@ def _insert(hkeys, hgen, key, gen):
         h = (h + 1) & mask
 
 
+# ---- virtual states (counted repetitions, compile.py): ids >= len(flags), one per count,
+# described by their row of ``reps`` (G[8]): base, m, cap, flags, X's rule, R's rule
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _vrow(reps, q):
+    """The row (its first int's index) of the counted repetition of virtual state q."""
+    j = 0
+    while q > reps[j] + reps[j + 2]:
+        j += REP_W
+    return j
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _vedge(reps, q):
+    """Virtual state q's one rule edge as (X, target): count c -> c + 1 below the cap, the
+    cap to itself when unbounded; (-1, -1) when it has none."""
+    j = _vrow(reps, q)
+    b = reps[j + 4]
+    if b >= 0:
+        if q - reps[j] < reps[j + 2]:
+            return b, q + 1
+        if (reps[j + 3] & REP_UNBOUNDED) != 0:
+            return b, q
+    return -1, -1
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _vflags(reps, q):
+    """FINAL (count >= m, or X derives ε), HAS_OUT (an edge), TAIL of virtual state q."""
+    j = _vrow(reps, q)
+    f = 0
+    if q - reps[j] >= reps[j + 1] or (reps[j + 3] & REP_NULLABLE) != 0:
+        f = FINAL
+    b, t = _vedge(reps, q)
+    if b >= 0:
+        f |= HAS_OUT
+    elif f != 0:
+        f |= TAIL
+    return f
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _sflags(G, q):
+    """flags of any state q, real or virtual."""
+    flags = G[4]
+    if q < len(flags):
+        return flags[q]
+    return _vflags(G[8], q)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _srule(G, q):
+    """The rule of any state q, real or virtual."""
+    state_rule = G[5]
+    if q < len(state_rule):
+        return state_rule[q]
+    reps = G[8]
+    return reps[_vrow(reps, q) + 5]
+
+
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _closure(G, S, p, begin, end, gen, acc):
     """Predict/complete over items[begin:end) of set p until closed; return the new end,
     or -1 on overflow. Sets meta[ACC_FLAG] when an accepting item is present: (acc, 0), or
     any FINAL item with origin 0 when acc < 0."""
-    byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start, rule_nullable = G
+    byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start, rule_nullable, reps = G
+    nreal = len(flags)
     items = S[I_ITEMS]
     grp_start = S[I_GRP_START]
     grp_rule = S[I_GRP_RULE]
@@ -106,10 +168,26 @@ def _closure(G, S, p, begin, end, gen, acc):
         it = items[i]
         q = it & MASK32
         o = it >> 32
-        fq = flags[q]
+        if q >= nreal:  # a count of a counted repetition: predict X (never over ε)
+            fq = _vflags(reps, q)
+            b, t = _vedge(reps, q)
+            if b >= 0:
+                key = pk | rule_start[b]
+                if _insert(hkeys, hgen, key, gen):
+                    if end >= cap:
+                        return -1
+                    items[end] = key
+                    end += 1
+                    cnt[C_ITEMS] += 1
+                    cnt[C_PREDICT] += 1
+            k0 = k1 = 0
+        else:
+            fq = flags[q]
+            k0 = ref_start[q]
+            k1 = ref_start[q + 1]
         if (fq & FINAL) != 0 and o == 0 and (acc < 0 or q == acc):
             meta[ACC_FLAG] = 1
-        for k in range(ref_start[q], ref_start[q + 1]):
+        for k in range(k0, k1):
             b = ref_rule[k]
             key = pk | rule_start[b]
             if _insert(hkeys, hgen, key, gen):
@@ -129,7 +207,7 @@ def _closure(G, S, p, begin, end, gen, acc):
                     cnt[C_ITEMS] += 1
                     cnt[C_COMPLETE] += 1
         if (fq & FINAL) != 0 and o < p:
-            r = state_rule[q]
+            r = state_rule[q] if q < nreal else reps[_vrow(reps, q) + 5]
             for g in range(grp_start[o], grp_start[o + 1]):
                 if grp_rule[g] == r:
                     if grp_leo[g] == 2:
@@ -153,7 +231,8 @@ def _closure(G, S, p, begin, end, gen, acc):
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _finalize(G, S, p, begin, end, gen):
     """Build set p's waiter groups (with Leo chain entries); False on overflow."""
-    byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start, rule_nullable = G
+    byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start, rule_nullable, reps = G
+    nreal = len(flags)
     items = S[I_ITEMS]
     grp_start = S[I_GRP_START]
     grp_rule = S[I_GRP_RULE]
@@ -171,6 +250,17 @@ def _finalize(G, S, p, begin, end, gen):
     total = 0
     for i in range(begin, end):
         q = items[i] & MASK32
+        if q >= nreal:
+            b, t = _vedge(reps, q)
+            if b >= 0:
+                if rgen[b] != gen:
+                    rgen[b] = gen
+                    rcnt[b] = 0
+                    touched[nt] = b
+                    nt += 1
+                rcnt[b] += 1
+                total += 1
+            continue
         for k in range(ref_start[q], ref_start[q + 1]):
             b = ref_rule[k]
             if rgen[b] != gen:
@@ -197,6 +287,15 @@ def _finalize(G, S, p, begin, end, gen):
         it = items[i]
         q = it & MASK32
         o = it >> 32
+        if q >= nreal:
+            b, t = _vedge(reps, q)
+            if b >= 0:
+                g = rpos[b]
+                e = grp_first[g] + grp_len[g]
+                ent_target[e] = t
+                ent_origin[e] = o
+                grp_len[g] += 1
+            continue
         for k in range(ref_start[q], ref_start[q + 1]):
             g = rpos[ref_rule[k]]
             e = grp_first[g] + grp_len[g]
@@ -210,10 +309,10 @@ def _finalize(G, S, p, begin, end, gen):
             e = grp_first[g]
             t = ent_target[e]
             o = ent_origin[e]
-            if (flags[t] & TAIL) != 0:
+            if (_sflags(G, t) & TAIL) != 0:
                 grp_leo[g] = 1  # a unique waiter whose advance is a completed tail item
                 if o < p:
-                    a = state_rule[t]
+                    a = _srule(G, t)
                     for g2 in range(grp_start[o], grp_start[o + 1]):
                         if grp_rule[g2] == a:
                             if grp_leo[g2] != 0:
@@ -336,7 +435,7 @@ def _kernel_key(G, S, p, lo, n):
     for i in range(n):
         it = items[lo + i]
         q = it & MASK32
-        c = _origin_code(G, S, it >> 32, state_rule[q], p)
+        c = _origin_code(G, S, it >> 32, _srule(G, q), p)
         if c < 0:
             return np.int64(-1)
         scratch[i + 1] = (c << 32) | q
@@ -349,7 +448,7 @@ def _entry_code(G, S, e, p):
     """Waiter entry e of set p as ``target << 24 | origin code`` (0 = p itself); -1 when
     not named or a field is too wide."""
     t = np.int64(S[I_ENT_TARGET][e])
-    c = _origin_code(G, S, S[I_ENT_ORIGIN][e], G[5][t], p)
+    c = _origin_code(G, S, S[I_ENT_ORIGIN][e], _srule(G, t), p)
     if c < 0 or c >= (1 << 24) or t >= (1 << 22):
         return np.int64(-1)
     return (t << 24) | c
@@ -500,6 +599,7 @@ def init_chart(G, S, state, p, acc):
 def push_byte(G, S, b, acc):
     """Scan byte b from the last committed set into a new set; commit it when non-empty."""
     byte_next = G[0]
+    nreal = len(G[4])
     items = S[I_ITEMS]
     set_start = S[I_SET_START]
     meta = S[I_META]
@@ -517,7 +617,8 @@ def push_byte(G, S, b, acc):
     cap = len(items)
     for i in range(lo, hi):
         it = items[i]
-        t = byte_next[(it & MASK32) * 256 + b]
+        q = it & MASK32
+        t = byte_next[q * 256 + b] if q < nreal else -1  # virtual states: no bytes
         if t >= 0:
             key = (it & ~np.int64(MASK32)) | t
             if _insert(hkeys, hgen, key, gen):
@@ -573,7 +674,7 @@ def roots(G, S, start_state):
     for i in range(lo, hi):
         it = items[i]
         q = it & MASK32
-        if (it >> 32) < p and (flags[q] & HAS_OUT) != 0:
+        if (it >> 32) < p and (_sflags(G, q) & HAS_OUT) != 0:
             dup = False
             for j in range(k):
                 if out[j] == q:
@@ -718,6 +819,7 @@ def memo_push(G, S, s, b, acc):
     """The set after byte b from set s (the root or a walk set): a set index, M_DEAD, or
     M_OVERFLOW (nothing changed; grow and retry)."""
     byte_next = G[0]
+    nreal = len(G[4])
     trans = S[I_TRANS]
     meta = S[I_META]
     r = meta[W_ROOT]
@@ -743,7 +845,8 @@ def memo_push(G, S, s, b, acc):
     end = begin
     for i in range(lo, hi):
         it = items[i]
-        nq = byte_next[(it & MASK32) * 256 + b]
+        q = it & MASK32
+        nq = byte_next[q * 256 + b] if q < nreal else -1  # virtual states: no bytes
         if nq >= 0:
             key = (it & ~np.int64(MASK32)) | nq
             if _insert(hkeys, hgen, key, gen):
@@ -975,7 +1078,7 @@ def _roots_into(G, S, start_state, out):
     for i in range(set_start[p], set_start[p + 1]):
         it = items[i]
         q = it & MASK32
-        if (it >> 32) < p and (flags[q] & HAS_OUT) != 0:
+        if (it >> 32) < p and (_sflags(G, q) & HAS_OUT) != 0:
             dup = False
             for j in range(k):
                 if out[j] == q:
@@ -990,19 +1093,40 @@ def _roots_into(G, S, start_state, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def cls_index(G, longest, q):
+    """Where state q's token classes are in a TokenTable's ``cls_id``: at q for a real
+    state; a count c of a counted repetition (m, cap) is classed by its need = m - c and
+    room = cap - c, each clipped at longest + 1 (a token completes at most ``longest``
+    copies: a count moves only on a non-empty copy), so counts with equal clipped pairs
+    have equal classes; along the counts the pairs only decrease, so their class number
+    (longest + 1 - need) + (longest + 1 - room) tells them apart: index len(flags) +
+    (repetition number) * (2 * longest + 3) + that number."""
+    nreal = len(G[4])
+    if q < nreal:
+        return q
+    reps = G[8]
+    j = _vrow(reps, q)
+    c = q - reps[j]
+    top = longest + 1
+    need = 0 if (reps[j + 3] & REP_NULLABLE) != 0 else min(max(reps[j + 1] - c, 0), top)
+    room = top if (reps[j + 3] & REP_UNBOUNDED) != 0 else min(reps[j + 2] - c, top)
+    return nreal + (j // REP_W) * (2 * top + 1) + (top - need) + (top - room)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
     """The whole mask of the last set into ``mask`` (uint32 words; words past the
     vocabulary's are zeroed): the union of AW(q) and the walk of U(q) over its roots q
     (tokens.py), through the set automaton; more roots than ``roots_buf`` holds: the whole
     trie is walked instead. Stop tokens ``eos`` when the set accepts.
-    P = (cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip) from TokenTable: state q's
-    classes are row/entries ``cls_id[q]`` (-1: not classified yet).
+    P = (cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest) from TokenTable:
+    state q's classes are row/entries ``cls_id[cls_index(G, longest[0], q)]`` (-1: not
+    classified yet; longest[0] = the vocabulary's longest token, in bytes).
     Returns 0; -1 on overflow (grow the chart, call again); k > 0 when k roots are not
     classified yet (listed in roots_buf[:k]: classify them, call again).
     The mask cache (chart arrays I_MC_*, direct-mapped, keyed by the set's content id from
     ``_canonize``) returns the mask computed before for an equal set: inside a string or a
     comment, step after step."""
-    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip = P
     tbyte = T[0]
     mc_mask = S[I_MC_MASK]
     slots = mc_mask.shape[0]
@@ -1032,7 +1156,8 @@ def fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
 @njit(cache=True, nogil=True, _nrt=False)
 def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
     """fill_mask without the mask cache."""
-    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip = P
+    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest = P
+    lg = longest[0]
     tbyte = T[0]
     for w in range(len(mask)):
         mask[w] = 0
@@ -1045,18 +1170,18 @@ def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
         miss = 0
         for i in range(nr):
             q = roots_buf[i]
-            if cls_id[q] < 0:
+            if cls_id[cls_index(G, lg, q)] < 0:
                 roots_buf[miss] = q
                 miss += 1
         if miss > 0:
             return miss
         nw = aw_pool.shape[1]
         for i in range(nr):
-            c = cls_id[roots_buf[i]]
+            c = cls_id[cls_index(G, lg, roots_buf[i])]
             for w in range(nw):
                 mask[w] |= aw_pool[c, w]
         for i in range(nr):
-            c = cls_id[roots_buf[i]]
+            c = cls_id[cls_index(G, lg, roots_buf[i])]
             if ent_start[c + 1] > ent_start[c]:
                 if memo_walk_entries(G, S, T, ent_node, ent_kind, ent_skip, ent_start[c],
                                      ent_start[c + 1], mask, acc, stack) < 0:
@@ -1074,14 +1199,14 @@ def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
 # counter deltas), then one slot of scalars (acc, start_state). The layouts are checked
 # by ``packed.pack`` when a vector is written.
 
-LAYOUT_G = "i32 " * 8
+LAYOUT_G = "i32 " * 9
 LAYOUT_S = ("i64 i32 i32 i32 i32 i32 i32 i32 i32 i32 i64 i64 i64 i32 i32 i32 i32 i64 i64 "
             "i32 i32 i64 i64 i32 i64 i64 u32x2 i64 i64 i32 i32 i64 i64")
 LAYOUT_T = "i32 " * 5
-LAYOUT_P = "i32 u32x2 i32 i32 i32 i32"
+LAYOUT_P = "i32 u32x2 i32 i32 i32 i32 i32"
 LAYOUT_MATCHER = "i64 i32 i32 i64"
-AT_G, AT_S, AT_T, AT_P, AT_MATCHER, AT_SCALARS = 0, 8, 41, 46, 52, 56
-PACKED_SLOTS = 57
+AT_G, AT_S, AT_T, AT_P, AT_MATCHER, AT_SCALARS = 0, 9, 42, 47, 54, 58
+PACKED_SLOTS = 59
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1104,7 +1229,7 @@ def fill_mask_packed(A, mask):
     """``fill_mask`` with its arguments unpacked from the address vector ``A`` (see above);
     the counter deltas of the call land in the delta slot."""
     G = (_v32(A, 0), _v32(A, 1), _v32(A, 2), _v32(A, 3), _v32(A, 4), _v32(A, 5), _v32(A, 6),
-         _v32(A, 7))
+         _v32(A, 7), _v32(A, 8))
     s = AT_S
     S = (_v64(A, s), _v32(A, s + 1), _v32(A, s + 2), _v32(A, s + 3), _v32(A, s + 4),
          _v32(A, s + 5), _v32(A, s + 6), _v32(A, s + 7), _v32(A, s + 8), _v32(A, s + 9),
@@ -1116,7 +1241,8 @@ def fill_mask_packed(A, mask):
     t = AT_T
     T = (_v32(A, t), _v32(A, t + 1), _v32(A, t + 2), _v32(A, t + 3), _v32(A, t + 4))
     p = AT_P
-    P = (_v32(A, p), _m32(A, p + 1), _v32(A, p + 2), _v32(A, p + 3), _v32(A, p + 4), _v32(A, p + 5))
+    P = (_v32(A, p), _m32(A, p + 1), _v32(A, p + 2), _v32(A, p + 3), _v32(A, p + 4), _v32(A, p + 5),
+         _v32(A, p + 6))
     m = AT_MATCHER
     eos = _v64(A, m)
     delta = _v64(A, m + 3)

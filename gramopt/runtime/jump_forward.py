@@ -36,7 +36,7 @@ def forced_bytes(G, S, acc, out):
         many = False
         for i in range(set_start[n - 1], set_start[n]):
             q = items[i] & K.MASK32
-            if (flags[q] & HAS_BYTES) == 0:
+            if q >= len(flags) or (flags[q] & HAS_BYTES) == 0:  # virtual states: no bytes
                 continue
             row = q * 256
             for b in range(256):

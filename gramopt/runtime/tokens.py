@@ -26,7 +26,7 @@ import numpy as np
 
 from . import earley as K
 from .chart import Chart
-from .compile import CompiledGrammar, HAS_OUT
+from .compile import REP_UNBOUNDED, REP_W, CompiledGrammar, HAS_OUT
 from .vocab import Vocab
 
 
@@ -69,8 +69,9 @@ class StateClasses:
 class TokenTable:
     """AW/U classes of the states of ``cg`` over ``vocab``; shared by matchers.
 
-    Flat pools (what ``earley.fill_mask`` reads, tuple ``P``): ``cls_id[q]`` (-1 until q is
-    classified), AW rows ``aw_pool[c]``, and U's walk entries ``ent_*[ent_start[c]:
+    Flat pools (what ``earley.fill_mask`` reads, tuple ``P``): ``cls_id[cls_index(q)]`` (-1
+    until q is classified; q itself for a real state, one slot per class of counts for the
+    virtual states of a counted repetition, see earley.cls_index), AW rows ``aw_pool[c]``, and U's walk entries ``ent_*[ent_start[c]:
     ent_start[c+1]]``. Pools only grow (reallocated on growth: a reader holding the old
     arrays, cls_id included, sees a consistent older table); a row and its entries are
     written before ``cls_id`` names them."""
@@ -90,7 +91,9 @@ class TokenTable:
         self._path = np.zeros(4097, np.int32)
         self._marked = np.zeros(4097, np.int32)
         self._sets = np.zeros(4097, np.int32)
-        self.cls_id = np.full(cg.n_states, -1, np.int32)
+        # the longest token (bytes) bounds how far a token moves a repetition's count
+        self._longest = np.array([int(self.trie.depth.max()) if n > 1 else 0], np.int32)
+        self.cls_id = np.full(cg.n_states + cg.n_reps * (2 * int(self._longest[0]) + 3), -1, np.int32)
         self.aw_pool = np.zeros((4, vocab.n_words), np.uint32)
         self.ent_start = np.zeros(5, np.int32)
         self.ent_node = np.zeros(64, np.int32)
@@ -104,16 +107,22 @@ class TokenTable:
         self.shared_hits = 0  # classes taken from another table (same vocabulary)
 
     def _pools(self) -> tuple:
-        return (self.cls_id, self.aw_pool, self.ent_start, self.ent_node, self.ent_kind, self.ent_skip)
+        return (self.cls_id, self.aw_pool, self.ent_start, self.ent_node, self.ent_kind, self.ent_skip,
+                self._longest)
+
+    def cls_index(self, q: int) -> int:
+        """Where q's classes are named in ``cls_id`` (earley.cls_index)."""
+        return q if q < self.cg.n_states else int(K.cls_index(self.G, int(self._longest[0]), q))
 
     def get(self, q: int) -> StateClasses:
-        c = self.classes.get(q)
+        ci = self.cls_index(q)
+        c = self.classes.get(ci)
         if c is None:
             with self._lock:  # one classification at a time: it uses the table's own chart
-                c = self.classes.get(q)
+                c = self.classes.get(ci)
                 if c is None:
-                    c = self._classify(q)
-                    self.classes[q] = c
+                    c = self._classify(q, ci)
+                    self.classes[ci] = c
         return c
 
     def _signature(self, q: int, limit: int = 48) -> tuple | None:
@@ -124,8 +133,11 @@ class TokenTable:
         starts), rule edges (start of the rule, target) and its rule (the start of
         the rule, -1 for q's own). Equal signatures mean isomorphic networks, hence equal
         Earley runs from (q, 0) and equal classes. None when more than ``limit`` states
-        are reachable (hashing would cost more than classifying)."""
+        are reachable (hashing would cost more than classifying), or a counted repetition's
+        virtual state is (its count is not in this picture)."""
         cg = self.cg
+        if q >= cg.n_states:
+            return None
         bn, flags, rs, rr, rt = cg.byte_next, cg.flags, cg.ref_start, cg.ref_rule, cg.ref_target
         state_rule, rule_start = cg.state_rule, cg.rule_start
         own = int(state_rule[q])
@@ -146,6 +158,8 @@ class TokenTable:
                 return None
             x = order[i]
             i += 1
+            if x >= cg.n_states:
+                return None
             runs = self._runs.get(x)
             if runs is None:
                 row = bn[x * 256:(x + 1) * 256]
@@ -157,22 +171,22 @@ class TokenTable:
                           -1 if r == own else loc(int(rule_start[r]))))
         return tuple(parts)
 
-    def _classify(self, q: int) -> StateClasses:
+    def _classify(self, q: int, ci: int) -> StateClasses:
         sig = self._signature(q)
         shared = _CLASS_CACHE.setdefault(self.vocab, OrderedDict()) if sig is not None else None
         hit = shared.get(sig) if shared is not None else None
         if hit is not None:
             shared.move_to_end(sig)
             self.shared_hits += 1
-            return self._store(q, *hit)
-        c = self._classify_now(q)
+            return self._store(ci, *hit)
+        c = self._classify_now(q, ci)
         if shared is not None:
             shared[sig] = (c.aw.copy(), c.ent_node.copy(), c.ent_kind.copy(), c.ent_skip.copy())
             while len(shared) > CLASS_CACHE_SIZE:
                 shared.popitem(last=False)
         return c
 
-    def _classify_now(self, q: int) -> StateClasses:
+    def _classify_now(self, q: int, ci: int) -> StateClasses:
         t0 = time.perf_counter()
         aw = np.zeros(self.vocab.n_words, np.uint32)
         before = int(self.chart.counters[K.C_TRIE])
@@ -190,9 +204,9 @@ class TokenTable:
         skip = K.entry_skips(node, kind, self.trie.size)
         self.seconds += time.perf_counter() - t0
         self.trie_nodes += int(self.chart.counters[K.C_TRIE]) - before
-        return self._store(q, aw, node, kind, skip)
+        return self._store(ci, aw, node, kind, skip)
 
-    def _store(self, q: int, aw, node, kind, skip) -> StateClasses:
+    def _store(self, ci: int, aw, node, kind, skip) -> StateClasses:
         c = len(self.classes)
         grown = c == len(self.aw_pool) or len(self.ent_node) < int(self.ent_start[c]) + len(node)
         if grown:  # readers holding the old pools keep an old cls_id that names none of the new
@@ -213,7 +227,7 @@ class TokenTable:
         self.ent_kind[e0:e1] = kind
         self.ent_skip[e0:e1] = skip
         self.ent_start[c + 1] = e1
-        self.cls_id[q] = c
+        self.cls_id[ci] = c
         self.P = self._pools()
         return StateClasses(self, c)
 
@@ -225,7 +239,23 @@ class TokenTable:
         targets |= {int(t) for t in cg.ref_target}
         out = {cg.start_state}
         out |= {q for q in targets if cg.flags[q] & HAS_OUT}
-        return sorted(out)
+        return sorted(out) + self._count_roots()
+
+    def _count_roots(self) -> list[int]:
+        """One count per class (cls_index) of each counted repetition's counts that can be
+        roots (c >= 1, with an edge): the classes change only near m and near the cap."""
+        cg, top = self.cg, int(self._longest[0]) + 1
+        out: dict[int, int] = {}
+        for j in range(cg.n_reps):
+            base, m, cap, fl, x = (int(v) for v in cg.reps[j * REP_W: j * REP_W + 5])
+            if x < 0:
+                continue
+            last = cap if fl & REP_UNBOUNDED else cap - 1
+            windows = ((1, top + 1), (m - top - 1, m + top + 1), (cap - top - 1, cap))
+            for lo, hi in windows:
+                for c in range(max(lo, 1), min(hi, last) + 1):
+                    out.setdefault(self.cls_index(base + c), base + c)
+        return sorted(out.values())
 
     def precompute(self) -> float:
         """Classify every possible root state now; returns the seconds it took."""
