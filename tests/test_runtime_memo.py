@@ -135,17 +135,22 @@ def test_token_classes_built_lazily(qwen):
 def test_mask_cache_across_rollbacks(name):
     """Random walks with rollbacks: the mask cache (keyed by set contents, not positions)
     never serves a mask of a set that was rolled back and rebuilt differently."""
+    random_walk_with_rollbacks(GRAMMARS[name], name, 120, 0.3, None)
+
+
+def random_walk_with_rollbacks(g, seed, steps: int, p_back: float, max_back: int | None):
+    """A random decode over small_vocab with rollbacks (of at most ``max_back`` tokens, or
+    any number): every mask equal to the plain walk's (mode="walk")."""
     import random
-    rng = random.Random(name)
+    rng = random.Random(seed)
     v = small_vocab()
-    g = GRAMMARS[name]
     m, w = Matcher(g, v), Matcher(g, v, mode="walk")
-    for _ in range(120):
+    for _ in range(steps):
         got = m.allowed_tokens()
         assert set(got.tolist()) == allowed(w)
         choices = [int(t) for t in got if t not in v.eos_ids]
-        if m.num_tokens and (not choices or rng.random() < 0.3):
-            k = rng.randint(1, m.num_tokens)
+        if m.num_tokens and (not choices or rng.random() < p_back):
+            k = rng.randint(1, min(max_back or m.num_tokens, m.num_tokens))
             m.rollback(k)
             w.rollback(k)
             continue
@@ -226,24 +231,7 @@ def test_ambiguous_repetition_masks_equal_oracle():
 def test_ambiguous_repetition_random_walks_with_rollbacks():
     """The mask cache and the set automaton name sets by content across positions: random
     decodes with rollbacks must keep every mask equal to the plain walk's."""
-    import random
-    rng = random.Random(7)
-    v = small_vocab()
-    g = _smiles_like()
-    m, w = Matcher(g, v), Matcher(g, v, mode="walk")
-    for _ in range(300):
-        got = m.allowed_tokens()
-        assert set(got.tolist()) == allowed(w)
-        choices = [int(t) for t in got if t not in v.eos_ids]
-        if m.num_tokens and (not choices or rng.random() < 0.2):
-            k = rng.randint(1, min(4, m.num_tokens))
-            m.rollback(k)
-            w.rollback(k)
-            continue
-        if not choices:
-            break
-        t = rng.choice(choices)
-        assert m.accept_token(t) and w.accept_token(t)
+    random_walk_with_rollbacks(_smiles_like(), 7, 300, 0.2, 4)
 
 
 def test_smiles_masks_equal_plain_walk_and_reference(qwen):

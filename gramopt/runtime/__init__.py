@@ -20,7 +20,12 @@ Speed, all exact (masks equal the plain algorithm's, ``Matcher(mode="walk")``):
   * the set automaton (earley.memo_*): a mask walk hash-conses Earley sets by kernel, so
     inside a regular stretch (identifier, number, free text) a trie node is one lookup;
   * the mask cache (earley.fill_mask): committed sets named by content, so a set met
-    again (the next byte of a string) gets its mask copied.
+    again (the next byte of a string) gets its mask copied. An item is named by what it
+    reads of its origin (the waiter group of its rule, earley._canonize), so ambiguous
+    repetitions such as (x+)* across rules, whose items pile up one per position, still
+    meet equal sets; a long mask walk hash-conses its sets by these names too;
+  * counted repetitions (compile.py): x{m,n} with large bounds is a rule whose items hold
+    the count in their state, so it compiles in O(|x|) and steps in the cost of one x.
 """
 
 from .batch import BatchMatcher

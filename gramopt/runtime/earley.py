@@ -123,6 +123,16 @@ def _vflags(reps, q):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _edges(G, q):
+    """The rule edges of any state q as (k0, k1, vb, vt): ``ref_rule/ref_target[k0:k1]``
+    for a real one (vb = -1); for a virtual one k1 - k0 is 1 or 0 and its edge is (vb, vt)."""
+    if q < len(G[4]):
+        return G[1][q], G[1][q + 1], -1, -1
+    vb, vt = _vedge(G[8], q)
+    return 0, (1 if vb >= 0 else 0), vb, vt
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _sflags(G, q):
     """flags of any state q, real or virtual."""
     flags = G[4]
@@ -168,27 +178,12 @@ def _closure(G, S, p, begin, end, gen, acc):
         it = items[i]
         q = it & MASK32
         o = it >> 32
-        if q >= nreal:  # a count of a counted repetition: predict X (never over ε)
-            fq = _vflags(reps, q)
-            b, t = _vedge(reps, q)
-            if b >= 0:
-                key = pk | rule_start[b]
-                if _insert(hkeys, hgen, key, gen):
-                    if end >= cap:
-                        return -1
-                    items[end] = key
-                    end += 1
-                    cnt[C_ITEMS] += 1
-                    cnt[C_PREDICT] += 1
-            k0 = k1 = 0
-        else:
-            fq = flags[q]
-            k0 = ref_start[q]
-            k1 = ref_start[q + 1]
+        fq = flags[q] if q < nreal else _vflags(reps, q)
+        k0, k1, vb, vt = _edges(G, q)  # a count of a counted repetition: one edge, never over ε
         if (fq & FINAL) != 0 and o == 0 and (acc < 0 or q == acc):
             meta[ACC_FLAG] = 1
         for k in range(k0, k1):
-            b = ref_rule[k]
+            b = vb if vb >= 0 else ref_rule[k]
             key = pk | rule_start[b]
             if _insert(hkeys, hgen, key, gen):
                 if end >= cap:
@@ -197,7 +192,7 @@ def _closure(G, S, p, begin, end, gen, acc):
                 end += 1
                 cnt[C_ITEMS] += 1
                 cnt[C_PREDICT] += 1
-            if rule_nullable[b] != 0:
+            if vb < 0 and rule_nullable[b] != 0:
                 key = (o << 32) | ref_target[k]
                 if _insert(hkeys, hgen, key, gen):
                     if end >= cap:
@@ -232,7 +227,6 @@ def _closure(G, S, p, begin, end, gen, acc):
 def _finalize(G, S, p, begin, end, gen):
     """Build set p's waiter groups (with Leo chain entries); False on overflow."""
     byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start, rule_nullable, reps = G
-    nreal = len(flags)
     items = S[I_ITEMS]
     grp_start = S[I_GRP_START]
     grp_rule = S[I_GRP_RULE]
@@ -249,20 +243,9 @@ def _finalize(G, S, p, begin, end, gen):
     nt = 0
     total = 0
     for i in range(begin, end):
-        q = items[i] & MASK32
-        if q >= nreal:
-            b, t = _vedge(reps, q)
-            if b >= 0:
-                if rgen[b] != gen:
-                    rgen[b] = gen
-                    rcnt[b] = 0
-                    touched[nt] = b
-                    nt += 1
-                rcnt[b] += 1
-                total += 1
-            continue
-        for k in range(ref_start[q], ref_start[q + 1]):
-            b = ref_rule[k]
+        k0, k1, vb, vt = _edges(G, items[i] & MASK32)
+        for k in range(k0, k1):
+            b = vb if vb >= 0 else ref_rule[k]
             if rgen[b] != gen:
                 rgen[b] = gen
                 rcnt[b] = 0
@@ -285,21 +268,12 @@ def _finalize(G, S, p, begin, end, gen):
         pos += rcnt[b]
     for i in range(begin, end):
         it = items[i]
-        q = it & MASK32
         o = it >> 32
-        if q >= nreal:
-            b, t = _vedge(reps, q)
-            if b >= 0:
-                g = rpos[b]
-                e = grp_first[g] + grp_len[g]
-                ent_target[e] = t
-                ent_origin[e] = o
-                grp_len[g] += 1
-            continue
-        for k in range(ref_start[q], ref_start[q + 1]):
-            g = rpos[ref_rule[k]]
+        k0, k1, vb, vt = _edges(G, it & MASK32)
+        for k in range(k0, k1):
+            g = rpos[vb if vb >= 0 else ref_rule[k]]
             e = grp_first[g] + grp_len[g]
-            ent_target[e] = ref_target[k]
+            ent_target[e] = vt if vb >= 0 else ref_target[k]
             ent_origin[e] = o
             grp_len[g] += 1
     for j in range(nt):
