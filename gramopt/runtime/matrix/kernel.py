@@ -135,10 +135,9 @@ def _live(byte_start, byte_pre, pred_row, k, b):
 
 
 @njit(cache=True, inline="always")
-def _or_into_entry(a, src_e, kwords, pool, ent_nt, ent_off, ent_lo, cur_idx, anyb, e0, p0, nw, ne):
-    """One product A → B C found: A's entry in the current column (a zeroed new one, the
-    ``ne``-th, if A has none yet) |= the start-position bits of entry ``src_e`` (B's), words
-    ``ent_lo[src_e]`` to ``kwords``; ``anyb`` collects them too. Returns (ne, words OR-ed)."""
+def _column_entry(a, pool, ent_nt, ent_off, cur_idx, e0, p0, nw, ne):
+    """A's entry in the current column: its index, or a new zeroed one (the ``ne``-th) when A
+    has none yet. Returns (index, ne)."""
     e = cur_idx[a]
     if e < 0:
         e = ne
@@ -149,6 +148,15 @@ def _or_into_entry(a, src_e, kwords, pool, ent_nt, ent_off, ent_lo, cur_idx, any
         ent_off[e0 + ne] = off
         cur_idx[a] = ne
         ne += 1
+    return e, ne
+
+
+@njit(cache=True, inline="always")
+def _or_into_entry(a, src_e, kwords, pool, ent_nt, ent_off, ent_lo, cur_idx, anyb, e0, p0, nw, ne):
+    """One product A → B C found: A's entry in the current column (a zeroed new one, the
+    ``ne``-th, if A has none yet) |= the start-position bits of entry ``src_e`` (B's), words
+    ``ent_lo[src_e]`` to ``kwords``; ``anyb`` collects them too. Returns (ne, words OR-ed)."""
+    e, ne = _column_entry(a, pool, ent_nt, ent_off, cur_idx, e0, p0, nw, ne)
     dst = ent_off[e0 + e]
     src = ent_off[src_e]
     lo = ent_lo[src_e]
@@ -243,16 +251,7 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
                     in_f[a] = True
                     finals[nf] = a
                     nf += 1
-                    e = cur_idx[a]
-                    if e < 0:
-                        e = ne
-                        off = p0 + ne * nw
-                        for w in range(nw):
-                            pool[off + w] = 0
-                        ent_nt[e0 + ne] = a
-                        ent_off[e0 + ne] = off
-                        cur_idx[a] = ne
-                        ne += 1
+                    e, ne = _column_entry(a, pool, ent_nt, ent_off, cur_idx, e0, p0, nw, ne)
                     pool[ent_off[e0 + e] + kw] |= kb
         c_cells += nf
         if only_viable:  # B ∈ cell(k, t), A → B C, A ∈ Pred(k)  ⇒  C ∈ Pred(t)
