@@ -793,7 +793,7 @@ def with_root_start(grammar: Grammar) -> Grammar:
         while f"{START}{sep}{n}" in names:
             n += 1
         mapping[START] = f"{START}{sep}{n}"
-    return rename_rules(grammar, mapping)
+    return grammar.renamed(mapping)
 
 
 _LLAMACPP_NAME_CHAR = re.compile(r"[^A-Za-z0-9-]")
@@ -818,22 +818,10 @@ def llamacpp_names(grammar: Grammar) -> dict[str, str]:
     return mapping
 
 
-def rename_rules(grammar: Grammar, mapping: dict[str, str]) -> Grammar:
-    """``grammar`` with its rules renamed by ``mapping`` (definitions, references, lookaheads
-    and the start). Argument: a consistent renaming of nonterminals is a grammar isomorphism,
-    so the language is unchanged (``mapping`` must not merge two names)."""
-    if not mapping:
-        return grammar
-    rules = tuple(replace(r, name=mapping.get(r.name, r.name), body=rename_refs(r.body, mapping),
-                          lookahead=None if r.lookahead is None else rename_refs(r.lookahead, mapping))
-                  for r in grammar.rules)
-    return replace(grammar, rules=rules, start=mapping.get(grammar.start, grammar.start))
-
-
 def with_llamacpp_names(grammar: Grammar) -> Grammar:
     """The grammar with the rule names llama.cpp reads (``llamacpp_names``); the GBNF writer
     applies it, so every GBNF output loads in llama.cpp."""
-    return rename_rules(grammar, llamacpp_names(grammar))
+    return grammar.renamed(llamacpp_names(grammar))
 
 
 def _comment_lines(comment: str) -> list[str]:

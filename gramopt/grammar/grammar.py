@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator
 
-from .expr import Expr, Ref, Terminal, walk
+from .expr import Expr, Ref, Terminal, rename_refs, walk
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +124,17 @@ class Grammar:
     def with_bodies(self, bodies: dict[str, Expr]) -> "Grammar":
         """Same rules, with the bodies named in ``bodies`` replaced."""
         return self.replace_rules(replace(r, body=bodies.get(r.name, r.body)) for r in self.rules)
+
+    def renamed(self, mapping: dict[str, str]) -> "Grammar":
+        """The rules renamed by ``mapping`` (definitions, references, lookaheads and the
+        start). Argument: a consistent renaming of nonterminals is a grammar isomorphism, so
+        the language is unchanged (``mapping`` must not merge two names)."""
+        if not mapping:
+            return self
+        rules = (replace(r, name=mapping.get(r.name, r.name), body=rename_refs(r.body, mapping),
+                         lookahead=None if r.lookahead is None else rename_refs(r.lookahead, mapping))
+                 for r in self.rules)
+        return self.replace_rules(rules, start=mapping.get(self.start, self.start))
 
     # ------------------------------------------------------------ checks
     def check(self) -> "Grammar":

@@ -6,12 +6,12 @@ The portable target's pass form of the GBNF writer's renaming (``formats.ebnf.ll
 its one home): applied to the output whatever dialect it is written in, and reported.
 llama.cpp's parser reads a rule name as a run of letters, digits and ``-`` and refuses
 ``select_statement`` ("expecting newline or end"); xgrammar and llguidance read both.
-Argument: a consistent renaming of nonterminals is a grammar isomorphism (``rename_rules``).
+Argument: a consistent renaming of nonterminals is a grammar isomorphism (``Grammar.renamed``).
 """
 
 from __future__ import annotations
 
-from ...formats.ebnf import llamacpp_names, rename_rules
+from ...formats.ebnf import llamacpp_names
 from ...grammar import Grammar
 
 
@@ -19,4 +19,4 @@ def gbnf_rule_names(g: Grammar) -> tuple[Grammar, list[str]]:
     """``g`` with every rule name in ``[A-Za-z0-9-]``; returns the grammar and the names that
     changed (empty: ``g`` itself)."""
     mapping = llamacpp_names(g)
-    return rename_rules(g, mapping), list(mapping)
+    return g.renamed(mapping), list(mapping)
