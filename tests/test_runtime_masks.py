@@ -240,7 +240,8 @@ def _naive_live_rules(names, dfas, use_bytes):
                 if d.final[q]:
                     live.add(n)
                     changed = True
-                nxt = [t for m, t in d.refs[q] if m in live] + ([t for _, _, t in d.bytes[q]] if use_bytes else [])
+                nxt = ([t for m, t in d.rule_edges(q) if m in live]
+                       + ([t for _, _, t in d.byte_edges(q)] if use_bytes else []))
                 for t in nxt:
                     if t not in seen:
                         seen.add(t)
@@ -253,10 +254,11 @@ def _naive_live_rules(names, dfas, use_bytes):
 @given(grammars())
 def test_live_rules_are_the_rule_level_fixpoint(g):
     """compile's productive/nullable rules (one Horn propagation) equal the plain fixpoint."""
-    from gramopt.runtime.compile import _live_states, _rule_dfa
+    from gramopt.runtime.compile import _live_states, _Network, _rule_dfa
     names = [r.name for r in g.rules]
     dfas = {r.name: _rule_dfa(r.body) for r in g.rules}
+    net = _Network(names, [dfas[n] for n in names])
     for use_bytes in (True, False):
-        rules, states = _live_states(names, dfas, use_bytes)
-        assert rules == _naive_live_rules(names, dfas, use_bytes)
-        assert all(0 in states[n] for n in rules)
+        rules, states = _live_states(net, use_bytes)
+        assert {n for i, n in enumerate(names) if rules[i]} == _naive_live_rules(names, dfas, use_bytes)
+        assert all(states[net.base[i]] for i in range(len(names)) if rules[i])

@@ -60,7 +60,7 @@ import numpy as np
 from ..grammar import Grammar, GrammarError
 from ..grammar.size import MAX_EXPANDED, expanded_size
 from ..grammar.expr import (Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal,
-                            transform)
+                            transform, walk)
 from ..grammar.utf8 import class_sequences
 
 FINAL = 1
@@ -203,13 +203,34 @@ class _NFA:
         return frozenset(out)
 
 
-@dataclass
 class _DFA:
-    """One rule's automaton: state 0 is the start."""
+    """One rule's automaton as flat int32 arrays (state 0 is the start): ``final[q]`` (0/1),
+    byte edges ``b`` = rows (q, lo, hi, target), disjoint ranges per q, by q then ascending
+    lo; rule edges ``r`` = rows (q, k, target), one per rule per q, by q, the rule being
+    ``names[k]``. Arrays, not lists of tuples: numpy arrays are not objects the garbage
+    collector tracks, so a compile leaves no per-state garbage behind and the cache of
+    automata adds nothing to a full collection's walk."""
 
-    final: "list[bool] | tuple"
-    bytes: "list[list[tuple[int, int, int]]] | tuple"  # (lo, hi, target), disjoint ranges
-    refs: "list[list[tuple[str, int]]] | tuple"  # (rule, target), one edge per rule
+    __slots__ = ("final", "b", "r", "names")
+
+    def __init__(self, final: np.ndarray, b: np.ndarray, r: np.ndarray, names: tuple[str, ...]):
+        self.final, self.b, self.r, self.names = final, b, r, names
+
+    @property
+    def n_states(self) -> int:
+        return len(self.final)
+
+    def byte_edges(self, q: int) -> list[tuple[int, int, int]]:
+        """(lo, hi, target) of q's byte edges (for tests and debugging)."""
+        return [(lo, hi, t) for s, lo, hi, t in self.b.tolist() if s == q]
+
+    def rule_edges(self, q: int) -> list[tuple[str, int]]:
+        """(rule, target) of q's rule edges (for tests and debugging)."""
+        return [(self.names[k], t) for s, k, t in self.r.tolist() if s == q]
+
+
+def _rows(flat: list[int], width: int) -> np.ndarray:
+    return np.array(flat, np.int32).reshape(-1, width)
 
 
 def _determinize(nfa: _NFA, start: int, end: int) -> _DFA:
@@ -232,20 +253,23 @@ def _determinize(nfa: _NFA, start: int, end: int) -> _DFA:
             order.append(tgt)
         return j
 
-    final, byt, refs = [], [], []
+    final: list[int] = []
+    b: list[int] = []  # rows of 4 ints, flattened
+    r: list[int] = []  # rows of 3 ints, flattened
+    names: dict[str, int] = {}
     i = 0
     while i < len(order):
         cur = order[i]
+        q = i
         i += 1
-        final.append(end in cur)
+        final.append(1 if end in cur else 0)
         members = sorted(cur)
         # Byte edges: split into elementary intervals, each edge dropped into the
         # intervals it covers (a sweep, not every interval against every edge).
         edges = [e for x in members for e in nfa.bytes[x]]
-        out_b: list[tuple[int, int, int]] = []
         if len(edges) == 1:
             lo, hi, t = edges[0]
-            out_b.append((lo, hi, state_of((t,))))
+            b += (q, lo, hi, state_of((t,)))
         elif edges:
             cuts = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
             at = {c: k for k, c in enumerate(cuts)}
@@ -253,22 +277,23 @@ def _determinize(nfa: _NFA, start: int, end: int) -> _DFA:
             for lo, hi, t in edges:
                 for k in range(at[lo], at[hi + 1]):
                     buckets[k].append(t)
+            mine = len(b)  # where this state's rows begin
             for k, tg in enumerate(buckets):
                 if not tg:
                     continue
-                a, b = cuts[k], cuts[k + 1]
+                lo, hi = cuts[k], cuts[k + 1] - 1
                 j = state_of(tg)
-                if out_b and out_b[-1][2] == j and out_b[-1][1] == a - 1:
-                    out_b[-1] = (out_b[-1][0], b - 1, j)
+                if len(b) > mine and b[-1] == j and b[-2] == lo - 1:
+                    b[-2] = hi  # extends the previous interval to the same target
                 else:
-                    out_b.append((a, b - 1, j))
-        byt.append(out_b)
+                    b += (q, lo, hi, j)
         by_rule: dict[str, list[int]] = {}
         for x in members:
             for name, t in nfa.refs[x]:
                 by_rule.setdefault(name, []).append(t)
-        refs.append([(name, state_of(tg)) for name, tg in by_rule.items()])
-    return _DFA(final, byt, refs)
+        for name, tg in by_rule.items():
+            r += (q, names.setdefault(name, len(names)), state_of(tg))
+    return _DFA(np.array(final, np.int32), _rows(b, 4), _rows(r, 3), tuple(names))
 
 
 _DFA_CACHE: "OrderedDict[Expr, _DFA]" = OrderedDict()
@@ -276,24 +301,20 @@ _DFA_CACHE_SIZE = 8192
 
 
 def _rule_dfa(body: Expr) -> _DFA:
-    """The rule body's automaton (a fresh shallow copy: compile_grammar reassigns its edge
-    lists while trimming). Cached across grammars by the body (an immutable expression: a
-    rule body means the same automaton in every grammar; references are by name). Cached as
-    tuples of tuples of ints and names: the garbage collector stops tracking such tuples
-    after one pass, so a full cache adds nothing to every later full collection's walk."""
+    """The rule body's automaton, cached across grammars by the body (an immutable
+    expression: a rule body means the same automaton in every grammar; references are by
+    name). Entries are arrays (never changed: compile_grammar trims with masks)."""
     d = _DFA_CACHE.get(body)
     if d is None:
         nfa = _NFA()
         s, t = nfa.new(), nfa.new()
         nfa.build(body, s, t)
-        d = _determinize(nfa, s, t)
-        d = _DFA(tuple(d.final), tuple(map(tuple, d.bytes)), tuple(map(tuple, d.refs)))
-        _DFA_CACHE[body] = d
+        d = _DFA_CACHE[body] = _determinize(nfa, s, t)
         while len(_DFA_CACHE) > _DFA_CACHE_SIZE:
             _DFA_CACHE.popitem(last=False)
     else:
         _DFA_CACHE.move_to_end(body)
-    return _DFA(d.final, d.bytes, d.refs)
+    return d
 
 
 # ---------------------------------------------------------------- counted repetitions
@@ -329,7 +350,8 @@ def _count_repetitions(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, tup
             bodies[name] = Ref(elem)  # what the rule-level passes see of it: it reaches X
             return Ref(name)
 
-        bodies[r.name] = transform(r.body, count)
+        big = any(isinstance(e, Repeat) and _copies(e) > COUNT_FROM for e in walk(r.body))
+        bodies[r.name] = transform(r.body, count) if big else r.body  # (no copy of the others)
     return bodies, counted
 
 
@@ -337,7 +359,8 @@ def _counted_dfa(elem: str, m: int, n: int | None) -> _DFA:
     """The automaton that stands for X{m,n} in the rule-level analyses (productive,
     nullable, trimming, reachability): 0 -X-> 1 -X-> 1, 0 final iff m = 0, 1 final; it
     derives something iff m = 0 or X does, ε iff m = 0 or X does, and reaches X."""
-    return _DFA([m == 0, True], [[], []], [[(elem, 1)], [(elem, 1)] if n is None or n > 1 else []])
+    r = [0, 0, 1] + ([1, 0, 1] if n is None or n > 1 else [])
+    return _DFA(np.array([m == 0, 1], np.int32), _rows([], 4), _rows(r, 3), (elem,))
 
 
 def _check_size(bodies: dict[str, Expr], limit: int = MAX_EXPANDED) -> None:
@@ -354,220 +377,243 @@ def _check_size(bodies: dict[str, Expr], limit: int = MAX_EXPANDED) -> None:
 # ---------------------------------------------------------------- whole grammar
 
 
-def _live_states(names: list[str], dfas: dict[str, _DFA], use_bytes: bool) -> tuple[set, dict]:
-    """The least fixpoint of "state q of rule n reaches a final state of n" over byte edges
+class _Network:
+    """Every rule's automaton side by side, as flat arrays (int64): rule i's states are
+    ``base[i] .. base[i+1]-1`` (state q of rule i is ``base[i] + q``); ``state_rule[s]``
+    its rule; ``final[s]`` (bool); byte edges ``b_src, b_lo, b_hi, b_tgt`` and rule edges
+    ``r_src, r_rule, r_tgt`` (rule indices into ``names``), by source state, each rule's
+    edges in its automaton's order."""
+
+    def __init__(self, names: list[str], dfas: list[_DFA]):
+        rid = {n: i for i, n in enumerate(names)}
+        sizes = np.array([d.n_states for d in dfas], np.int64)
+        self.names = names
+        self.base = np.zeros(len(names) + 1, np.int64)
+        np.cumsum(sizes, out=self.base[1:])
+        self.state_rule = np.repeat(np.arange(len(names)), sizes)
+        self.final = np.concatenate([d.final for d in dfas]).astype(bool) if dfas else np.zeros(0, bool)
+        b = np.concatenate([d.b for d in dfas]).astype(np.int64) if dfas else np.zeros((0, 4), np.int64)
+        r = np.concatenate([d.r for d in dfas]).astype(np.int64) if dfas else np.zeros((0, 3), np.int64)
+        b_off = np.repeat(self.base[:-1], [len(d.b) for d in dfas])
+        r_off = np.repeat(self.base[:-1], [len(d.r) for d in dfas])
+        self.b_src, self.b_lo, self.b_hi, self.b_tgt = b[:, 0] + b_off, b[:, 1], b[:, 2], b[:, 3] + b_off
+        # a rule edge names its rule by its automaton's ``names``: one table of every
+        # automaton's names, each automaton's part starting at ``name_at``
+        all_names = [m for d in dfas for m in d.names]
+        name_at = np.zeros(len(dfas) + 1, np.int64)
+        np.cumsum([len(d.names) for d in dfas], out=name_at[1:])
+        name_rule = np.array([rid[m] for m in all_names], np.int64)
+        owner = np.repeat(np.arange(len(dfas)), [len(d.r) for d in dfas])
+        self.r_src, self.r_tgt = r[:, 0] + r_off, r[:, 2] + r_off
+        self.r_rule = name_rule[name_at[owner] + r[:, 1]] if len(r) else np.zeros(0, np.int64)
+
+    @property
+    def n_states(self) -> int:
+        return int(self.base[-1])
+
+
+def _csr(keys: np.ndarray, n: int) -> tuple[list[int], list[int]]:
+    """(order, start) with ``order[start[k]:start[k+1]]`` the indices i with keys[i] == k,
+    ascending; as int lists (a loop over them allocates no tracked objects)."""
+    order = np.argsort(keys, kind="stable")
+    start = np.searchsorted(keys[order], np.arange(n + 1))
+    return order.tolist(), start.tolist()
+
+
+def _live_states(net: _Network, use_bytes: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The least fixpoint of "state s reaches a final state of its rule" over byte edges
     (when ``use_bytes``) and rule edges whose rule is live, with "rule B is live" = "B's
-    start state reaches a final state": (live rules, {rule: its live states}). With bytes
+    start state reaches a final state": (live rules, live states), bool arrays. With bytes
     the live rules are the productive ones (derive some string), without, the nullable ones.
 
     Horn propagation backwards from the final states, linear in the edges: a state is live
     when a byte edge leads to a live state, or a rule edge (B, t) has t live and B live. A
     rule edge whose target became live before its rule waits in ``pending[B]`` until B's
     start state does. (The least fixpoint of the rule-level iteration "B is live when its
-    automaton reaches a final state through live rules", computed in one pass.) States are
-    numbered rule after rule (``base``) so the tables are flat lists."""
-    rid = {n: i for i, n in enumerate(names)}
-    base = [0] * (len(names) + 1)
-    for i, n in enumerate(names):
-        base[i + 1] = base[i] + len(dfas[n].final)
-    rev: list[list[int]] = [[] for _ in range(base[-1])]  # target -> sources (byte edges)
-    rev_ref: list[list[tuple[int, int]]] = [[] for _ in range(base[-1])]  # -> (source, rule)
-    live = bytearray(base[-1])
-    work: list[int] = []
-    for i, n in enumerate(names):
-        d, b = dfas[n], base[i]
-        for q, f in enumerate(d.final):
-            if use_bytes:
-                for _, _, t in d.bytes[q]:
-                    rev[b + t].append(b + q)
-            for m, t in d.refs[q]:
-                rev_ref[b + t].append((b + q, rid[m]))
-            if f:
-                live[b + q] = 1
-                work.append(b + q)
-    starts = {base[i]: i for i in range(len(names))}  # a rule's start state -> the rule
-    live_rule = bytearray(len(names))
+    automaton reaches a final state through live rules", computed in one pass.)"""
+    n = net.n_states
+    if use_bytes:
+        b_order, b_start = _csr(net.b_tgt, n)
+        b_src = net.b_src.tolist()
+    r_order, r_start = _csr(net.r_tgt, n)
+    r_src, r_rule = net.r_src.tolist(), net.r_rule.tolist()
+    rule_at = [-1] * n  # a rule's start state -> the rule
+    for i, s in enumerate(net.base[:-1].tolist()):
+        rule_at[s] = i
+    live = bytearray(n)
+    work = np.flatnonzero(net.final).tolist()
+    for x in work:
+        live[x] = 1
+    live_rule = bytearray(len(net.names))
     pending: dict[int, list[int]] = {}
     while work:
         x = work.pop()
-        r = starts.get(x)
-        if r is not None and not live_rule[r]:
+        r = rule_at[x]
+        if r >= 0 and not live_rule[r]:
             live_rule[r] = 1
             for y in pending.pop(r, ()):
                 if not live[y]:
                     live[y] = 1
                     work.append(y)
-        for y in rev[x]:
+        if use_bytes:
+            for e in b_order[b_start[x]:b_start[x + 1]]:
+                y = b_src[e]
+                if not live[y]:
+                    live[y] = 1
+                    work.append(y)
+        for e in r_order[r_start[x]:r_start[x + 1]]:
+            y = r_src[e]
             if not live[y]:
-                live[y] = 1
-                work.append(y)
-        for y, m in rev_ref[x]:
-            if not live[y]:
+                m = r_rule[e]
                 if live_rule[m]:
                     live[y] = 1
                     work.append(y)
                 else:
                     pending.setdefault(m, []).append(y)
-    rules = {n for i, n in enumerate(names) if live_rule[i]}
-    states = {n: {q for q in range(base[i + 1] - base[i]) if live[base[i] + q]}
-              for i, n in enumerate(names) if live_rule[i]}
-    return rules, states
+    return np.frombuffer(live_rule, np.uint8).astype(bool), np.frombuffer(live, np.uint8).astype(bool)
 
 
-def compile_grammar(grammar: Grammar) -> CompiledGrammar:
-    """Compile ``grammar`` to flat arrays. Raises RuntimeGrammarError for Lark atoms, and
-    GrammarError when its repetitions expand past ``grammar.size.MAX_EXPANDED`` (the
-    automata copy a repetition's item out)."""
-    import time
-    t0 = time.perf_counter()
-    rules, counted = _count_repetitions(grammar)
-    _check_size(rules)
+def _reachable(n: int, starts: list[int], src: np.ndarray, tgt: np.ndarray) -> np.ndarray:
+    """Bool array of the nodes 0..n-1 reachable from ``starts`` along the edges src -> tgt."""
+    order, start = _csr(src, n)
+    tg = tgt.tolist()
+    seen = bytearray(n)
+    stack = list(starts)
+    for x in stack:
+        seen[x] = 1
+    while stack:
+        x = stack.pop()
+        for e in order[start[x]:start[x + 1]]:
+            y = tg[e]
+            if not seen[y]:
+                seen[y] = 1
+                stack.append(y)
+    return np.frombuffer(seen, np.uint8).astype(bool)
+
+
+def _rule_names_reachable(grammar: Grammar, rules: dict[str, Expr]) -> list[str]:
+    """The rules reachable from the start by name (before any trimming), in ``rules``'
+    order; RuntimeGrammarError for a missing start or an undefined reference."""
+    from ..grammar.expr import refs as expr_refs
     if grammar.start not in rules:
         raise RuntimeGrammarError(f"missing start rule '{grammar.start}'")
-    # Rules reachable from the start (by name, before any trimming).
     reach, stack = {grammar.start}, [grammar.start]
     while stack:
         n = stack.pop()
-        from ..grammar.expr import refs as expr_refs
         for m in expr_refs(rules[n]):
             if m not in rules:
                 raise RuntimeGrammarError(f"undefined rule '{m}' referenced in '{n}'")
             if m not in reach:
                 reach.add(m)
                 stack.append(m)
-    names = [n for n in rules if n in reach]
-    dfas = {n: _counted_dfa(*counted[n]) if n in counted else _rule_dfa(rules[n]) for n in names}
+    return [n for n in rules if n in reach]
+
+
+def compile_grammar(grammar: Grammar) -> CompiledGrammar:
+    """Compile ``grammar`` to flat arrays. Raises RuntimeGrammarError for Lark atoms, and
+    GrammarError when its repetitions expand past ``grammar.size.MAX_EXPANDED`` (the
+    automata copy a repetition's item out).
+
+    The rule automata are cached arrays (``_rule_dfa``); the passes over the whole grammar
+    (productive and nullable rules, trimming, numbering) work on their concatenation
+    (``_Network``) with numpy and loops over int lists, so a compile allocates a few
+    objects per rule for the garbage collector to track, not several per state."""
+    import time
+    t0 = time.perf_counter()
+    rules, counted = _count_repetitions(grammar)
+    _check_size(rules)
+    names = _rule_names_reachable(grammar, rules)
+    net = _Network(names, [_counted_dfa(*counted[n]) if n in counted else _rule_dfa(rules[n]) for n in names])
+    k = len(names)
+    rid = {n: i for i, n in enumerate(names)}
 
     # Productive rules (derive some string), then nullable rules (derive ε).
-    productive, co_states = _live_states(names, dfas, True)
-    nullable, _ = _live_states(names, dfas, False)
+    productive, co = _live_states(net, True)
+    nullable, _ = _live_states(net, False)
+    empty = not productive[rid[grammar.start]]
 
-    empty = grammar.start not in productive
-    # Trim each productive rule: drop edges to unproductive rules, states that cannot reach
-    # a final state (through productive rules: the live states above), and states
-    # unreachable from the rule's start.
-    kept: dict[str, list[int]] = {}
-    all_productive = len(productive) == len(names)
-    for n in names:
-        if n not in productive:
-            continue
-        d = dfas[n]
-        co = co_states[n]
-        if all_productive and len(co) == len(d.final):
-            # nothing to drop, and every state of a subset construction is reachable from 0
-            kept[n] = list(range(len(d.final)))
-            continue
-        d.refs = [[(m, t) for m, t in rs if m in productive] for rs in d.refs]
-        d.bytes = [[e for e in es if e[2] in co] for es in d.bytes]
-        d.refs = [[e for e in es if e[1] in co] for es in d.refs]
-        seen, stack = [0], [0]
-        seen_set = {0}
-        while stack:
-            q = stack.pop()
-            for t in [e[2] for e in d.bytes[q]] + [e[1] for e in d.refs[q]]:
-                if t not in seen_set:
-                    seen_set.add(t)
-                    seen.append(t)
-                    stack.append(t)
-        kept[n] = sorted(seen_set)
+    # Trim: drop edges to unproductive rules and to states that cannot reach a final state
+    # (through productive rules: the live states ``co``), then the states unreachable from
+    # their rule's start (nothing is when nothing was dropped: every state of a subset
+    # construction is reachable from its start).
+    keep_b = co[net.b_tgt]
+    keep_r = productive[net.r_rule] & co[net.r_tgt]
+    n_all = net.n_states
+    if keep_b.all() and keep_r.all() and co.all():
+        kept = np.ones(n_all, bool)
+    else:
+        kept = _reachable(n_all, net.base[:-1][productive].tolist(),
+                          np.concatenate([net.b_src[keep_b], net.r_src[keep_r]]),
+                          np.concatenate([net.b_tgt[keep_b], net.r_tgt[keep_r]]))
 
-    # Rules still reachable after trimming.
-    live = [] if empty else [grammar.start]
-    live_set = set(live)
-    i = 0
-    while i < len(live):
-        n = live[i]
-        i += 1
-        d = dfas[n]
-        for q in kept[n]:
-            for m, _ in d.refs[q]:
-                if m not in live_set:
-                    live_set.add(m)
-                    live.append(m)
-    order = [n for n in names if n in live_set]
+    # Rules still reachable after trimming (along the kept states' rule edges).
+    on = keep_r & kept[net.r_src]
+    live_rule = np.zeros(k, bool) if empty else _reachable(
+        k, [rid[grammar.start]], net.state_rule[net.r_src[on]], net.r_rule[on])
+    order = [n for i, n in enumerate(names) if live_rule[i]]
     rule_names = order + [ACCEPT_RULE]
-    rule_id = {n: i for i, n in enumerate(rule_names)}
+    ord_id = np.full(k, -1, np.int64)
+    ord_id[np.flatnonzero(live_rule)] = np.arange(len(order))
+    accept_id = len(order)
 
-    gid: dict[str, dict[int, int]] = {}  # rule -> its kept states' global numbers
-    n_rule_states = 0
-    for n in order:
-        if n not in counted:
-            gid[n] = {q: n_rule_states + k for k, q in enumerate(kept[n])}
-            n_rule_states += len(kept[n])
+    # Number the kept states of the live (uncounted) rules, rule by rule, then $accept's.
+    is_counted = np.array([n in counted for n in names], bool)
+    mine = kept & live_rule[net.state_rule] & ~is_counted[net.state_rule]
+    new = np.cumsum(mine) - 1
+    n_rule_states = int(mine.sum())
     s0 = n_rule_states
     sF = s0 + 1
     n_states = sF + 1
     reps: list[int] = []
     base = n_states
+    rule_start_l: list[int] = []
     for n in order:
         if n in counted:
             elem, m, hi = counted[n]
-            live_x = bool(dfas[n].refs[0])  # X derives something (else its edge was dropped)
+            live_x = bool(productive[rid[elem]])  # X derives something (else its edge was dropped)
             cap = (m if hi is None else hi) if live_x else 0
-            fl = (REP_UNBOUNDED if hi is None and live_x else 0) | (REP_NULLABLE if elem in nullable else 0)
-            gid[n] = {0: base}
-            reps += [base, m, cap, fl, rule_id[elem] if live_x else -1, rule_id[n]]
+            fl = (REP_UNBOUNDED if hi is None and live_x else 0) | (REP_NULLABLE if nullable[rid[elem]] else 0)
+            reps += [base, m, cap, fl, int(ord_id[rid[elem]]) if live_x else -1, int(ord_id[rid[n]])]
+            rule_start_l.append(base)
             base += cap + 1
+        else:
+            rule_start_l.append(int(new[net.base[rid[n]]]))
     if base > MAX_VIRTUAL:
         raise RuntimeGrammarError(f"counted repetitions need {base:,} states, more than {MAX_VIRTUAL:,}")
 
-    flags = [0] * n_states
-    state_rule = [0] * n_states
-    starts: list[int] = []  # byte edges as runs: byte_next[start:start + length] = target
-    lengths: list[int] = []
-    targets: list[int] = []
-    ref_count = [0] * n_states
-    ref_rule_l: list[int] = []
-    ref_target_l: list[int] = []
-    for n in order:
-        if n in counted:
-            continue
-        d = dfas[n]
-        r = rule_id[n]
-        loc = gid[n]
-        for q in kept[n]:
-            g = loc[q]
-            state_rule[g] = r
-            f = FINAL if d.final[q] else 0
-            if d.bytes[q]:
-                f |= HAS_BYTES | HAS_OUT
-                for lo, hi, t in d.bytes[q]:
-                    starts.append(g * 256 + lo)
-                    lengths.append(hi - lo + 1)
-                    targets.append(loc[t])
-            if d.refs[q]:
-                f |= HAS_OUT
-                ref_count[g] = len(d.refs[q])
-                for m, t in d.refs[q]:
-                    ref_rule_l.append(rule_id[m])
-                    ref_target_l.append(loc[t])
-            if (f & FINAL) and not (f & HAS_OUT):
-                f |= TAIL
-            flags[g] = f
-    state_rule[s0] = state_rule[sF] = rule_id[ACCEPT_RULE]
+    eb = keep_b & mine[net.b_src]
+    er = keep_r & mine[net.r_src]
+    b_src = new[net.b_src[eb]]
+    r_src = new[net.r_src[er]]
+    byte_next = np.full(n_states * 256, -1, dtype=np.int32)
+    if len(b_src):  # byte edges as runs: byte_next[start:start + length] = target
+        lo = net.b_lo[eb]
+        ln = net.b_hi[eb] - lo + 1
+        first = np.cumsum(ln) - ln  # where each run begins in the flattened index list
+        idx = np.repeat(b_src * 256 + lo - first, ln) + np.arange(int(ln.sum()))
+        byte_next[idx] = np.repeat(new[net.b_tgt[eb]].astype(np.int32), ln)
+    ref_count = np.bincount(r_src, minlength=n_states)
+    ref_rule = ord_id[net.r_rule[er]]
+    ref_target = new[net.r_tgt[er]]
+    has_bytes = np.bincount(b_src, minlength=n_states) > 0
+    flags = np.where(has_bytes, HAS_BYTES | HAS_OUT, 0) | np.where(ref_count > 0, HAS_OUT, 0)
+    state_rule = np.zeros(n_states, np.int64)
+    flags[:n_rule_states] |= np.where(net.final[mine], FINAL, 0)
+    state_rule[:n_rule_states] = ord_id[net.state_rule[mine]]
+    state_rule[s0] = state_rule[sF] = accept_id
     if not empty:  # s0's edge is the last: s0 is numbered after every rule state
         ref_count[s0] = 1
-        ref_rule_l.append(rule_id[grammar.start])
-        ref_target_l.append(sF)
+        ref_rule = np.append(ref_rule, ord_id[rid[grammar.start]])
+        ref_target = np.append(ref_target, sF)
         flags[s0] = HAS_OUT
-    flags[sF] = FINAL | TAIL
-
-    byte_next = np.full(n_states * 256, -1, dtype=np.int32)
-    if starts:
-        ln = np.array(lengths, np.int64)
-        first = np.cumsum(ln) - ln  # where each run begins in the flattened index list
-        idx = np.repeat(np.array(starts, np.int64) - first, ln) + np.arange(int(ln.sum()))
-        byte_next[idx] = np.repeat(np.array(targets, np.int32), ln)
-    flags = np.array(flags, dtype=np.int32)
-    state_rule = np.array(state_rule, dtype=np.int32)
+    flags[sF] = FINAL
+    flags |= np.where(((flags & FINAL) != 0) & ((flags & HAS_OUT) == 0), TAIL, 0)
     ref_start = np.zeros(n_states + 1, dtype=np.int32)
     np.cumsum(ref_count, out=ref_start[1:])
-    ref_rule = np.array(ref_rule_l, dtype=np.int32)
-    ref_target = np.array(ref_target_l, dtype=np.int32)
-    rule_start = np.array([gid[n][0] for n in order] + [s0], dtype=np.int32)
-    rule_nullable = np.array([1 if n in nullable else 0 for n in order] + [0], dtype=np.int32)
+    rule_start = np.array(rule_start_l + [s0], dtype=np.int32)
+    rule_nullable = np.array([1 if nullable[rid[n]] else 0 for n in order] + [0], dtype=np.int32)
     stats = {"rules": len(order), "states": n_states, "rule_edges": int(len(ref_rule)),
              "counted": len(reps) // REP_W, "compile_s": time.perf_counter() - t0}
-    return CompiledGrammar(byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start,
-                           rule_nullable, rule_names, np.array(reps + [0] * REP_W, np.int32), s0, sF,
-                           empty, stats)
+    return CompiledGrammar(byte_next, ref_start, ref_rule.astype(np.int32), ref_target.astype(np.int32),
+                           flags.astype(np.int32), state_rule.astype(np.int32), rule_start, rule_nullable,
+                           rule_names, np.array(reps + [0] * REP_W, np.int32), s0, sF, empty, stats)
