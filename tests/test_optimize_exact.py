@@ -193,3 +193,27 @@ def test_inlining_gives_a_rule_a_second_look_once_it_is_a_leaf():
     out, names = inline_rules(g, always=is_leaf)
     assert out.names == ["root"] and sorted(names) == ["A", "B"]
     assert inline_rules(g)[0].names == ["root", "A"]  # κ alone keeps A (three uses)
+
+
+def test_forced_leaf_inlining_stops_at_large_bodies():
+    """A non-recursive rule tree whose callees become leaves one level at a time: forced
+    inlining unfolds it only while a body is at most ALWAYS_MAX_KAPPA, so the growth is
+    at most ALWAYS_MAX_KAPPA per reference of the input (a tree of 9 levels, each naming
+    the next twice, would otherwise unfold to 2^8 copies of the bottom)."""
+    from gramopt.costmodels.kappa import kappa
+    from gramopt.formats import parse
+    from gramopt.grammar import refs
+    from gramopt.transforms.inline import ALWAYS_MAX_KAPPA, inline_rules, is_leaf
+    from gramopt.verify import check_equivalence
+    lines = ['root ::= r0 | "z" root']
+    lines += [f'r{i} ::= "a{i}" r{i + 1} "b{i}" r{i + 1}' for i in range(8)]
+    lines.append('r8 ::= "x" | "y"')
+    g = parse("\n".join(lines) + "\n", "gbnf")
+    out, names = inline_rules(g, always=is_leaf)
+    n_refs = sum(len(refs(r.body)) for r in g.rules)  # occurrences are at least the distinct names
+    assert kappa(out) <= kappa(g) + ALWAYS_MAX_KAPPA * 2 * n_refs
+    assert kappa(out) < 3 * kappa(g)  # unfolded whole: κ 2,819 against the input's 86
+    assert names == ["r0", "r8", "r7", "r6", "r5"]  # r0 by κ (one use), the small bottom levels forced
+    big = max((r for r in out.rules if r.name != "root"), key=lambda r: len(str(r.body)))
+    assert is_leaf(big)  # the largest leaf left is one the cap refused
+    assert check_equivalence(g, out).ok

@@ -11,6 +11,14 @@ lookahead, whose inlining leaves every body at most ``MAX_PASS_DEPTH`` deep (a c
 1,000 rules would otherwise nest 1,000 deep), and the exact κ change (computed per rule over the canonical BNF — κ is a sum
 over rules, plus 1) is ≤ 0: ties go to fewer rules.
 
+Rules forced in by ``always`` (a target's policy: gramopt's Earley runtime wants leaf rules
+inlined) are inlined whatever κ says only while their body is at most ``ALWAYS_MAX_KAPPA``:
+a leaf's body names no rule, so inlining it never multiplies references, and each of the
+grammar's references is replaced by at most ``ALWAYS_MAX_KAPPA`` states — the growth is
+linear in the input. Without the cap a rule that *became* a leaf (its callees inlined) was
+inlined again, a non-recursive subgrammar unfolded into one tree: NLTK's commandtalk went
+from κ 94,754 to 5,728,392 in 100 s before the budget stopped it.
+
 The pass has a work budget (``Budget``: κ of the bodies it rewrites); when spent it stops
 and keeps what it inlined so far.
 
@@ -34,6 +42,9 @@ def is_leaf(rule: Rule) -> bool:
     completes back into every caller (gramopt's runtime: inlining `ws ::= [ \\t\\n]*` into
     xgrammar's JSON grammar took its p95 mask time from 182 µs back to 25 µs)."""
     return not refs(rule.body)
+
+
+ALWAYS_MAX_KAPPA = 128  # the corpus's largest original shared leaf: llama.cpp's schema `space`, 127
 
 
 def _self_recursive(rule: Rule) -> bool:
@@ -60,8 +71,8 @@ class Budget:
 def inline_rules(grammar: Grammar, always: Callable[[Rule], bool] | None = None,
                  budget: Budget | None = None) -> tuple[Grammar, list[str]]:
     """Inline every rule whose inlining does not increase κ, and every (unpinned,
-    non-recursive) rule for which ``always(rule)`` holds whatever κ says; return the grammar
-    and the inlined names (in order). Rounds to a fixpoint: a rule visited before the
+    non-recursive) rule of κ ≤ ``ALWAYS_MAX_KAPPA`` for which ``always(rule)`` holds whatever
+    κ says; return the grammar and the inlined names (in order). Rounds to a fixpoint: a rule visited before the
     rules it names were inlined into it (a leaf only afterwards) gets its second look.
     With a ``budget``, it stops at the first candidate that would overrun it, keeping the
     inlinings made so far (each preserves the language); ``budget.spent`` says so."""
@@ -111,7 +122,7 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
         if any(depth(r.body) > MAX_PASS_DEPTH for r in new.values()):
             continue
         delta = sum(rule_kappa(r, grammar.dialect) - kap[u] for u, r in new.items()) - kap[name]
-        if delta <= 0 or (always is not None and always(rules[name])):
+        if delta <= 0 or (always is not None and kap[name] <= ALWAYS_MAX_KAPPA and always(rules[name])):
             for u, r in new.items():
                 rules[u] = r
                 kap[u] = rule_kappa(r, grammar.dialect)
