@@ -144,3 +144,50 @@ def test_factoring_memo_keeps_each_grammars_own_comments():
     assert factor(noted).rule_map["ws"].comment == noted.rule_map["ws"].comment
     factor(noted)
     assert not factor(plain).rule_map["ws"].comment
+
+
+# ---------------------------------------------------------------- the shipped llama.cpp model
+
+
+def test_the_llamacpp_target_reads_its_shipped_model(tmp_path):
+    """``--target llama.cpp`` extracts and guards under ``models/llama.cpp.json`` (not the
+    generic weights): the report, its JSON, the CLI's report and the cache key name it by the
+    SHA-256 of its bytes."""
+    import hashlib
+    import subprocess
+    import sys
+
+    path = f"{MODELS_DIR}/llama.cpp.json"
+    with open(path, "rb") as f:
+        raw = f.read()
+    shipped = json.loads(raw)
+    assert shipped["engine"] == "llama.cpp" and shipped["n_steps"] > 0
+    used, source = cost_model_used(TARGETS["llama.cpp"], None)
+    assert used == shipped["node_weights"]
+    assert source == f"shipped llama.cpp.json (sha256 {hashlib.sha256(raw).hexdigest()[:16]})"
+    r = optimize(parse(GRAMMARS[2], "gbnf"), target="llama.cpp", verify=False)
+    assert r.report.cost_model == source and r.report.to_json()["cost_model"] == source
+    assert f"cost model {source}" in r.report.format()
+    src = tmp_path / "a.gbnf"
+    src.write_text(GRAMMARS[2], encoding="utf-8")
+    cli = subprocess.run([sys.executable, "-m", "gramopt.cli", "optimize", str(src), "--target", "llama.cpp",
+                          "--json", "--no-verify"], capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["cost_model"] == source
+
+
+def test_the_llamacpp_cache_key_names_its_model(tmp_path):
+    item = Item("a.gbnf", "gbnf", GRAMMARS[2], "a.gbnf", 0, "out/a.gbnf")
+    shipped = item_key(item, {"target": "llama.cpp"})
+    assert shipped == item_key(item, {"target": "llama.cpp"})
+    _other_model(tmp_path / "m", "llama.cpp")
+    assert item_key(item, {"target": "llama.cpp", "cost_model": str(tmp_path / "m")}) != shipped
+
+
+def test_a_model_in_the_environment_changes_nothing_for_llamacpp(tmp_path, monkeypatch):
+    g = parse(GRAMMARS[2], "gbnf")
+    before = write(optimize(g, target="llama.cpp", verify=False).grammar, "gbnf")
+    _other_model(tmp_path / "env", "llama.cpp")
+    monkeypatch.setenv("GRAMOPT_MODELS", str(tmp_path / "env"))
+    r = optimize(g, target="llama.cpp", verify=False)
+    assert write(r.grammar, "gbnf") == before and r.report.cost_model.startswith("shipped llama.cpp.json")

@@ -84,8 +84,8 @@ def _llamacpp_fixed_up(g: Grammar) -> Grammar:
 
 
 LLAMA_CPP = Target(
-    "llama.cpp", "no left recursion; extraction under llama.cpp's fitted costs once `gramopt "
-                 "calibrate --engines llama.cpp` has run",
+    "llama.cpp", "no left recursion; extraction and guard under llama.cpp's calibrated model "
+                 "(the shipped costmodels/models/llama.cpp.json, or --cost-model)",
     recursion_penalty=W_RECURSION,
     left_recursion=False,
     calibrated_engine="llama.cpp",
