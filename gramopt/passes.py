@@ -208,10 +208,12 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
         if cleanups.pop(name, None) is not None:
             rep.notes.append(f"{ctx.target.name}: no {name}")
     spent, runs = 0, 0
+    measured, work = None, 0  # the grammar last charged, and its charge (most runs change nothing)
     for _ in range(16):  # rounds to a fixpoint, as cleanup.simplify does
         start = g
         for n, fn in cleanups.items():
-            work = cleanup_work(g)
+            if g is not measured:
+                measured, work = g, cleanup_work(g)
             if spent + work > ctx.limits.cleanup_work:
                 rep.stops.append(f"stopped: its work budget ({ctx.limits.cleanup_work:,} expression nodes and "
                                  f"code points over its runs) was spent after {runs} clean-up runs, before "

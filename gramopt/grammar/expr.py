@@ -221,15 +221,37 @@ def refs(expr: Expr) -> list[str]:
 
 
 def transform(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
-    """Rebuild ``expr`` bottom-up, applying ``fn`` to every node after its children."""
+    """Rebuild ``expr`` bottom-up, applying ``fn`` to every node after its children. A node
+    whose children all come back as the same objects, and which the smart constructor
+    would rebuild equal (at least two children in a tuple, none it would splice or drop),
+    is passed to ``fn`` as it is: the same value, without a copy."""
     if isinstance(expr, Seq):
-        return fn(seq(*(transform(i, fn) for i in expr.items)))
+        old = expr.items
+        new = tuple([transform(i, fn) for i in old])
+        if new == old and len(old) > 1 and type(old) is tuple and not _splices(old, _SEQ_SPLICED):
+            return fn(expr)
+        return fn(seq(*new))
     if isinstance(expr, Alt):
-        return fn(alt(*(transform(i, fn) for i in expr.items)))
+        old = expr.items
+        new = tuple([transform(i, fn) for i in old])
+        if new == old and len(old) > 1 and type(old) is tuple and not _splices(old, Alt):
+            return fn(expr)
+        return fn(alt(*new))
     if isinstance(expr, Repeat):
-        return fn(Repeat(transform(expr.item, fn), expr.min, expr.max))
+        item = transform(expr.item, fn)
+        return fn(expr if item is expr.item else Repeat(item, expr.min, expr.max))
     return fn(expr)
 
 
+_SEQ_SPLICED = (Seq, Epsilon)
+
+
+def _splices(items: tuple, kinds) -> bool:
+    for x in items:
+        if isinstance(x, kinds):
+            return True
+    return False
+
+
 def rename_refs(expr: Expr, mapping: dict[str, str]) -> Expr:
-    return transform(expr, lambda e: Ref(mapping.get(e.name, e.name)) if isinstance(e, Ref) else e)
+    return transform(expr, lambda e: Ref(mapping[e.name]) if isinstance(e, Ref) and e.name in mapping else e)

@@ -52,15 +52,20 @@ def follow_sets(grammar: Grammar) -> dict[str, Follow]:
     end: dict[str, bool] = {r.name: False for r in grammar.rules}
     if grammar.start in end:
         end[grammar.start] = True
+    # what follows each occurrence is a set fixed by the grammar, plus (when the rest of its
+    # body is nullable) whatever follows the rule it is in: computed once, not every round
+    occurrences = []
+    for r in grammar.rules:
+        found: list[tuple[str, frozenset, bool]] = []
+        _occurrences(r.body, frozenset(), True, nullable, first_ranges, found)
+        occurrences.append((r.name, [o for o in found if o[0] in ranges]))  # undefined: Grammar.check's
     changed = True
     while changed:
         changed = False
-        for r in grammar.rules:
-            found: list[tuple[str, frozenset, bool]] = []
-            _occurrences(r.body, frozenset(ranges[r.name]), end[r.name], nullable, first_ranges, found)
-            for name, rs, e in found:
-                if name not in ranges:
-                    continue  # an undefined rule: Grammar.check reports it
+        for rule, found in occurrences:
+            for name, fixed, transparent in found:
+                rs = fixed | ranges[rule] if transparent else fixed
+                e = transparent and end[rule]
                 if not rs <= ranges[name] or (e and not end[name]):
                     ranges[name] |= rs
                     end[name] = end[name] or e
@@ -77,7 +82,9 @@ def _first(e: Expr, nullable: set[str], first_ranges) -> frozenset:
 def _occurrences(e: Expr, after: frozenset, after_end: bool, nullable, first_ranges,
                  found: list) -> None:
     """Append (rule, code-point ranges, end) for every reference in ``e``, where ``after`` /
-    ``after_end`` is what can follow ``e`` itself."""
+    ``after_end`` is what can follow ``e`` itself. Called with ``after`` empty and
+    ``after_end`` True, ``end`` says whether what follows ``e`` can follow the reference
+    (the rest of the body after it is nullable): the rule's FOLLOW then joins the ranges."""
     if isinstance(e, Ref):
         found.append((e.name, after, after_end))
     elif isinstance(e, Seq):

@@ -86,6 +86,14 @@ def inline_rules(grammar: Grammar, always: Callable[[Rule], bool] | None = None,
     return grammar, inlined
 
 
+def _depth(known: dict[str, int], name: str, rule: Rule) -> int:
+    """``depth(rule.body)``, remembered in ``known`` under ``name``."""
+    d = known.get(name)
+    if d is None:
+        d = known[name] = depth(rule.body)
+    return d
+
+
 def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
                   budget: Budget) -> tuple[Grammar, list[str]]:
     pinned = {grammar.start} | {a for d in grammar.directives for a in d.args}
@@ -101,6 +109,7 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
     for n, r in rules.items():
         for m in refs(r.body):
             users_of.setdefault(m, {})[n] = None
+    deep: dict[str, int] = {}  # depth of the current body of a rule, when known
     inlined: list[str] = []
     for name in list(rules):
         if name in pinned or name not in rules or _self_recursive(rules[name]):
@@ -119,13 +128,17 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
         for u in users:
             b = transform(rules[u].body, sub)
             new[u] = replace(rules[u], body=b)
-        if any(depth(r.body) > MAX_PASS_DEPTH for r in new.values()):
+        # a reference at depth d replaced by a body of depth k nests at most d + k - 1 deep:
+        # the exact depth is needed only where that bound is over the limit
+        if any(_depth(deep, u, rules[u]) + _depth(deep, name, rules[name]) - 1 > MAX_PASS_DEPTH
+               and depth(r.body) > MAX_PASS_DEPTH for u, r in new.items()):
             continue
         delta = sum(rule_kappa(r, grammar.dialect) - kap[u] for u, r in new.items()) - kap[name]
         if delta <= 0 or (always is not None and kap[name] <= ALWAYS_MAX_KAPPA and always(rules[name])):
             for u, r in new.items():
                 rules[u] = r
                 kap[u] = rule_kappa(r, grammar.dialect)
+                deep.pop(u, None)
                 for m in refs(body):  # u now uses what the inlined body used
                     users_of.setdefault(m, {})[u] = None
             del rules[name]

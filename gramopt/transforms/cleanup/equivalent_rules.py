@@ -197,15 +197,12 @@ def _blocks(grammar: Grammar, bodies: dict[str, Expr]) -> dict[str, int]:
     costs a lookup per reference (a chain of n rules takes n rounds)."""
     names = grammar.names
     known = set(names)
-    hole = Ref("\0")
-    templates: dict[Expr, int] = {}
+    templates: dict[tuple, int] = {}
     shape: dict[str, int] = {}
     named: dict[str, tuple[str, ...]] = {}
     for r in grammar.rules:
-        body = bodies[r.name]
-        shape[r.name] = templates.setdefault(
-            transform(body, lambda e: hole if isinstance(e, Ref) and e.name in known else e), len(templates))
-        named[r.name] = tuple(e.name for e in walk(body) if isinstance(e, Ref) and e.name in known)
+        template, named[r.name] = _template(bodies[r.name], known)
+        shape[r.name] = templates.setdefault(template, len(templates))
     block = {n: 0 for n in names}
     count = 1
     while True:
@@ -218,6 +215,30 @@ def _blocks(grammar: Grammar, bodies: dict[str, Expr]) -> dict[str, int]:
         if len(sigs) == count:
             return block
         count = len(sigs)
+
+
+_HOLE = object()
+
+
+def _template(body: Expr, known: set[str]) -> tuple[tuple, tuple[str, ...]]:
+    """(the body's template, the rules it names in walk order): the template is the body in
+    pre-order, each inner node as its kind and arity (a Repeat with its bounds), each leaf
+    as itself and each reference to a rule of ``known`` as one placeholder. Bodies here are
+    built by the smart constructors (``unfolded_bodies``), so equal templates are equal
+    bodies once every such reference is replaced by the placeholder."""
+    template: list = []
+    named: list[str] = []
+    for e in walk(body):
+        if isinstance(e, (Seq, Alt)):
+            template.append((type(e), len(e.items)))
+        elif isinstance(e, Repeat):
+            template.append((Repeat, e.min, e.max))
+        elif isinstance(e, Ref) and e.name in known:
+            template.append(_HOLE)
+            named.append(e.name)
+        else:
+            template.append(e)
+    return tuple(template), tuple(named)
 
 
 def _redirect(grammar: Grammar, mapping: dict[str, str]) -> Grammar:

@@ -55,7 +55,8 @@ def inline_small_regular_rules(g: Grammar) -> tuple[Grammar, list[str]]:
 
     bodies = {r.name: transform(r.body, sub) for r in g.rules if r.name not in small}
     used = {n for b in bodies.values() for n in refs(b)} | pinned | {g.start}
-    done = [n for n in g.names if n in small or (n in inner and _uses(bodies.values(), n) < _uses(g.bodies().values(), n))]
+    after, before = (_uses(bodies.values()), _uses(g.bodies().values())) if inner else ({}, {})
+    done = [n for n in g.names if n in small or (n in inner and after.get(n, 0) < before.get(n, 0))]
     if not done:
         return g, []
     rules = [replace(r, body=bodies[r.name]) for r in g.rules
@@ -63,5 +64,11 @@ def inline_small_regular_rules(g: Grammar) -> tuple[Grammar, list[str]]:
     return g.replace_rules(rules), done
 
 
-def _uses(bodies, name: str) -> int:
-    return sum(1 for b in bodies for x in walk(b) if isinstance(x, Ref) and x.name == name)
+def _uses(bodies) -> dict[str, int]:
+    """How many references to each rule ``bodies`` hold."""
+    count: dict[str, int] = {}
+    for b in bodies:
+        for x in walk(b):
+            if isinstance(x, Ref):
+                count[x.name] = count.get(x.name, 0) + 1
+    return count
