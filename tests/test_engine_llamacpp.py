@@ -197,5 +197,6 @@ def test_calibration_fits_llamacpp_and_the_target_extracts_under_it(tmp_path, mo
     cal._WEIGHTS_CACHE.clear()  # the bench's own optimize cached "no model yet"
     # a fitted model is used only when named (never read from $GRAMOPT_MODELS)
     named = str(tmp_path / "models")
-    assert passes.cost_model_used(TARGETS["llama.cpp"], None)[0] is None
+    weights, source = passes.cost_model_used(TARGETS["llama.cpp"], None)
+    assert weights == cal.load_model("llama.cpp").node_weights and source.startswith("shipped llama.cpp.json")
     assert passes.cost_model_used(TARGETS["llama.cpp"], named)[0] == cal.load_model("llama.cpp", named).node_weights
