@@ -109,8 +109,10 @@ def test_tiny_chart_on_c_trajectory(tiny_charts, qwen):
 def test_set_automaton_shares_sets(qwen):
     """After a type name (whitespace, then an identifier) the walk visits ~10^5 trie nodes but builds a handful of Earley
     sets: the kernels repeat (the point of the set automaton)."""
+    from gramopt.runtime.compile import compile_grammar
+    from gramopt.runtime.tokens import TokenTable
     g = parse((DATA / "llamacpp__c.gbnf").read_text(encoding="utf-8"), "gbnf")
-    m = Matcher(g, qwen)
+    m = Matcher(TokenTable(compile_grammar(g), qwen))  # its own table: no subtree classes yet
     assert m.accept_bytes(b"int")
     m.compute_mask()
     c = m.last_counters

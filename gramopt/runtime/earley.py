@@ -65,6 +65,12 @@ def _hash(key):
     return h ^ (h >> np.int64(29))
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def hash_key(key):
+    """``_hash`` for Python callers (tables the kernels probe, e.g. tokens._table_put)."""
+    return _hash(np.int64(key))
+
+
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
 def _insert(hkeys, hgen, key, gen):
     """True when ``key`` was not yet in the set under construction (generation ``gen``)."""
@@ -932,49 +938,151 @@ def memo_walk_range(G, S, T, lo, hi, start, mask, acc, stack):
     return 0
 
 
+# ---------------------------------------------------------------- subtree classes
+#
+# A U walk that leaves its root's rule goes on in the context, and at a free-text position
+# (an identifier after a keyword and its whitespace, an expression after "= ") that is
+# most of the trie: ~95k nodes per mask for C, one table lookup each. The split of
+# tokens.py holds below any trie node too: at node i, reached with walk set t (the exact
+# Earley set after i's bytes), a token below i is allowed iff for some *root* q of t (an
+# item of t with origin < t and an edge; every other item of t descends from one by
+# prediction, and a completion at t has advanced its parent, a root) its bytes after i's
+# are in AW_i(q), or in U_i(q) and the walk from t keeps them alive (``classify_state``
+# rooted at node i; subtrees.py keeps the rows). They depend on q and i alone, so they
+# are built once per pair (on first need: the walk records the pair in ``req`` and goes
+# node by node meanwhile) and serve every later mask: at an identifier, U_i is the few
+# tokens that end it. A whole-subtree walk entry with at least SUB_MIN nodes below (a
+# listed one: SUB_BIG) splits this way when its set has at most SUB_ITEMS items and
+# SUB_ROOTS roots and the rows' work (subtrees.py) is at most half the subtree; the entry lists it then walks are pushed as frames (an explicit stack: a
+# frame's entries may split again, deeper). Masks are unchanged: a token below i is
+# decided by the same sets either way.
+
+SUB_MIN = 256  # trie nodes in a subtree (its root included) for a walk entry to split
+SUB_ROOTS = 16  # at most this many roots of the entry's set (more: walked node by node)
+SUB_BIG = 4096  # ... and a listed (not whole) entry's, whose subtree is walked by its own entries
+SUB_ITEMS = 256  # at most this many items in the entry's set (finding the roots is a scan)
+INFO_W = 5  # ints per subtree row in subtrees.py's info: entries, AW words, work
+FRAME_W = 5  # ints per frame: next entry, end entry, depth d0, set at d0, pool (0 tokens.py, 1 subtrees.py)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _sub_class(sub_key, sub_val, key):
+    """The subtree row of key ``cls_index << 32 | node`` (open addressing; -1: none)."""
+    m = len(sub_key) - 1
+    h = _hash(key) & m
+    while True:
+        k = sub_key[h]
+        if k == key:
+            return sub_val[h]
+        if k < 0:
+            return -1
+        h = (h + 1) & m
+
+
 @njit(cache=True, nogil=True, _nrt=False)
-def memo_walk_entries(G, S, T, ent_node, ent_kind, ent_skip, j0, j1, mask, acc, stack):
-    """walk_entries over entries [j0, j1) through the set automaton (after ``memo_begin``)."""
+def memo_walk_frames(G, S, T, P, fr, nf, mask, acc, stack, scratch, req):
+    """Walk the frames ``fr[:FRAME_W * nf]`` (each a run [j, end) of walk entries of pool 0,
+    the state classes, or 1, the subtree classes; its entries at depth d0 + 1 step from the
+    set stored with it) through the set automaton (after ``memo_begin``), splitting big
+    whole-subtree entries by subtree classes (above); ``scratch`` (>= 2 * SUB_ROOTS ints)
+    holds an entry's roots and their rows. Pairs (state, node) without subtree classes yet
+    whose subtree took SUB_MIN nodes or more to walk are appended to ``req`` (count in
+    ``req[0]``, as many as fit). Returns 0, or -1 on overflow (the bits set so far are
+    right)."""
     tbyte, tdepth, tsize, tok_start, tok_ids = T
+    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest = P[:7]
+    sub_key, sub_val, info, sub_node, sub_kind, sub_skip, aw_word, aw_bits = P[7:]
+    lg = longest[0]
     cnt = S[I_COUNTERS]
     trans = S[I_TRANS]
     r = S[I_META][W_ROOT]
-    stack[0] = r
-    j = j0
-    n = j1
-    while j < n:
-        node = ent_node[j]
+    cap = len(fr) // FRAME_W
+    while nf > 0:
+        f = FRAME_W * (nf - 1)
+        j = fr[f]
+        if j >= fr[f + 1]:
+            nf -= 1
+            continue
+        pool = fr[f + 4]
+        en = ent_node if pool == 0 else sub_node
+        node = en[j]
+        skip = ent_skip[j] if pool == 0 else sub_skip[j]
+        whole = (ent_kind[j] if pool == 0 else sub_kind[j]) == 1
         d = tdepth[node]
+        ps = fr[f + 3] if d == fr[f + 2] + 1 else stack[d - 1]
         cnt[C_TRIE] += 1
-        t = trans[(stack[d - 1] - r) * 256 + tbyte[node]]
+        t = trans[(ps - r) * 256 + tbyte[node]]
         if t == M_UNKNOWN:
-            t = memo_push(G, S, stack[d - 1], tbyte[node], acc)
+            t = memo_push(G, S, ps, tbyte[node], acc)
             if t == M_OVERFLOW:
                 return -1
         if t == M_DEAD:
-            j += ent_skip[j]
+            fr[f] = j + skip
             continue
         stack[d] = t
         _set_tokens(tok_start, tok_ids, node, mask)
-        if ent_kind[j] == 1 and tsize[node] > 1:
-            if memo_walk_range(G, S, T, node + 1, node + tsize[node], t, mask, acc, stack) < 0:
-                return -1
-        j += 1
+        if tsize[node] <= 1 or not (whole or tsize[node] >= SUB_BIG):
+            fr[f] = j + 1
+            continue
+        k = SUB_ROOTS + 1
+        miss = 0
+        if tsize[node] >= SUB_MIN and S[I_SET_START][t + 1] - S[I_SET_START][t] <= SUB_ITEMS:
+            k = _set_roots(G, S, t, scratch, SUB_ROOTS)
+            if k <= SUB_ROOTS and nf + k <= cap:
+                work = 0
+                for a in range(k):
+                    c = _sub_class(sub_key, sub_val, (np.int64(cls_index(G, lg, scratch[a])) << 32) | node)
+                    scratch[SUB_ROOTS + a] = c
+                    if c < 0:
+                        miss += 1
+                    else:
+                        work += info[INFO_W * c + 4]
+                if miss == 0 and 2 * work <= tsize[node]:  # split: this frame goes on after the subtree
+                    fr[f] = j + skip
+                    for a in range(k):
+                        c = INFO_W * scratch[SUB_ROOTS + a]
+                        for x in range(info[c + 2], info[c + 3]):
+                            mask[aw_word[x]] |= np.uint32(aw_bits[x])
+                        if info[c + 1] > info[c]:
+                            g = FRAME_W * nf
+                            fr[g] = info[c]
+                            fr[g + 1] = info[c + 1]
+                            fr[g + 2] = d
+                            fr[g + 3] = t
+                            fr[g + 4] = 1
+                            nf += 1
+                    continue
+        before = cnt[C_TRIE]
+        if whole and memo_walk_range(G, S, T, node + 1, node + tsize[node], t, mask, acc, stack) < 0:
+            return -1
+        # ask for the classes after a long walk (a listed node's walk is its entries', later:
+        # asked for when its subtree is very big)
+        if miss > 0 and (cnt[C_TRIE] - before >= SUB_MIN or not whole):
+            for a in range(k):
+                n_req = req[0]
+                if scratch[SUB_ROOTS + a] < 0 and 2 * n_req + 3 <= len(req):
+                    req[2 * n_req + 1] = scratch[a]
+                    req[2 * n_req + 2] = node
+                    req[0] = n_req + 1
+        fr[f] = j + 1
     return 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def classify_state(G, S, T, state, aw_mask, out_node, out_kind, comp, path, marked, sets):
-    """Token classes of one automaton state q, with the chart rooted at (q, 0) and nothing
-    awaiting its rule (xgrammar's context-independent tokens, adapted to Earley):
-      * AW(q): tokens whose bytes are a prefix of L(q) (the rule from q, sub-rules expanded):
-        accepted in every context where an item at q is live (bits set in aw_mask);
-      * U(q): tokens not in AW(q) with a non-empty prefix in L(q): they finish the rule
-        and go on in the context, so they are decided at mask time by walking them;
+def classify_state(G, S, T, state, node, aw_mask, out_node, out_kind, comp, path, marked, sets):
+    """Token classes of one automaton state q below trie node ``node`` (0: the whole
+    vocabulary), with the chart rooted at (q, 0) and nothing awaiting its rule (xgrammar's
+    context-independent tokens, adapted to Earley); a token below ``node`` is judged by its
+    bytes after the node's (its suffix):
+      * AW(q): tokens whose suffix is a prefix of L(q) (the rule from q, sub-rules
+        expanded): accepted in every context where an item at q is live at the node (bits
+        set in aw_mask);
+      * U(q): tokens not in AW(q) with a non-empty prefix of the suffix in L(q): they finish
+        the rule and go on in the context, so they are decided at mask time by walking them;
       * the rest are rejected in every context (through this item).
     U(q) is returned as walk entries (node, kind) in depth-first order (see walk_entries);
     returns their count, or -1 on overflow. The trie is walked through the set automaton
-    (``path[d]`` / ``sets[d]`` = the node / the set at depth d)."""
+    (``path[d]`` / ``sets[d]`` = the node / the set at depth d below ``node``)."""
     tbyte, tdepth, tsize, tok_start, tok_ids = T
     r = init_chart(G, S, state, 1, -1)
     if r < 0:
@@ -987,10 +1095,11 @@ def classify_state(G, S, T, state, aw_mask, out_node, out_kind, comp, path, mark
     sets[0] = r0
     trans = S[I_TRANS]
     nu = 0
-    n = len(tbyte)
-    i = 1
+    d0 = tdepth[node]
+    n = node + tsize[node]
+    i = node + 1
     while i < n:
-        d = tdepth[i]
+        d = tdepth[i] - d0
         marked[d] = 0
         cnt[C_TRIE] += 1
         t = trans[(sets[d - 1] - r0) * 256 + tbyte[i]]
@@ -1038,16 +1147,12 @@ def entry_skips(ent_node, ent_kind, tsize):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _roots_into(G, S, start_state, out):
-    """``roots`` without allocation: the distinct roots of the last set into ``out``;
-    returns their count, or len(out) + 1 when there are more than len(out)."""
-    flags = G[4]
+def _set_roots(G, S, p, out, limit):
+    """The distinct roots of set p >= 1 (committed or a walk set: its states with an edge
+    whose items have origin < p) into ``out``; their count, or limit + 1 when there are more
+    than ``limit`` (<= len(out))."""
     items = S[I_ITEMS]
     set_start = S[I_SET_START]
-    p = S[I_META][N_SETS] - 1
-    if p == 0:
-        out[0] = start_state
-        return 1
     k = 0
     for i in range(set_start[p], set_start[p + 1]):
         it = items[i]
@@ -1059,11 +1164,22 @@ def _roots_into(G, S, start_state, out):
                     dup = True
                     break
             if not dup:
-                if k == len(out):
+                if k == limit:
                     return k + 1
                 out[k] = q
                 k += 1
     return k
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _roots_into(G, S, start_state, out):
+    """``roots`` without allocation: the distinct roots of the last set into ``out``;
+    returns their count, or len(out) + 1 when there are more than len(out)."""
+    p = S[I_META][N_SETS] - 1
+    if p == 0:
+        out[0] = start_state
+        return 1
+    return _set_roots(G, S, p, out, len(out))
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -1088,14 +1204,16 @@ def cls_index(G, longest, q):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
+def fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf, frames, req):
     """The whole mask of the last set into ``mask`` (uint32 words; words past the
     vocabulary's are zeroed): the union of AW(q) and the walk of U(q) over its roots q
     (tokens.py), through the set automaton; more roots than ``roots_buf`` holds: the whole
     trie is walked instead. Stop tokens ``eos`` when the set accepts.
-    P = (cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest) from TokenTable:
-    state q's classes are row/entries ``cls_id[cls_index(G, longest[0], q)]`` (-1: not
-    classified yet; longest[0] = the vocabulary's longest token, in bytes).
+    P = (cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest) + the subtree
+    classes' arrays (subtrees.py) from TokenTable: state q's classes are row/entries
+    ``cls_id[cls_index(G, longest[0], q)]`` (-1: not classified yet; longest[0] = the
+    vocabulary's longest token, in bytes). The U walks run as frames (``frames``: memo_walk_frames) and record in ``req``
+    the subtree pairs they would have split with classes (build them, later masks split).
     Returns 0; -1 on overflow (grow the chart, call again); k > 0 when k roots are not
     classified yet (listed in roots_buf[:k]: classify them, call again).
     The mask cache (chart arrays I_MC_*, direct-mapped, keyed by the set's content id from
@@ -1119,7 +1237,7 @@ def fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
                 for w in range(nw, len(mask)):
                     mask[w] = 0
                 return 0
-    st = _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf)
+    st = _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf, frames, req)
     if st == 0 and key >= 0:
         for w in range(nw):
             mc_mask[slot, w] = mask[w]
@@ -1128,9 +1246,9 @@ def fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
+def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf, frames, req):
     """fill_mask without the mask cache."""
-    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest = P
+    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest = P[:7]
     lg = longest[0]
     tbyte = T[0]
     for w in range(len(mask)):
@@ -1154,12 +1272,20 @@ def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
             c = cls_id[cls_index(G, lg, roots_buf[i])]
             for w in range(nw):
                 mask[w] |= aw_pool[c, w]
-        for i in range(nr):
+        nf = 0
+        r = S[I_META][W_ROOT]
+        for i in range(nr - 1, -1, -1):  # frames run last pushed first: the roots in order
             c = cls_id[cls_index(G, lg, roots_buf[i])]
             if ent_start[c + 1] > ent_start[c]:
-                if memo_walk_entries(G, S, T, ent_node, ent_kind, ent_skip, ent_start[c],
-                                     ent_start[c + 1], mask, acc, stack) < 0:
-                    return -1
+                g = FRAME_W * nf
+                frames[g] = ent_start[c]
+                frames[g + 1] = ent_start[c + 1]
+                frames[g + 2] = 0
+                frames[g + 3] = r
+                frames[g + 4] = 0
+                nf += 1
+        if nf > 0 and memo_walk_frames(G, S, T, P, frames, nf, mask, acc, stack, roots_buf, req) < 0:
+            return -1
     if S[I_SET_FLAG][S[I_META][N_SETS] - 1] != 0:
         for e in eos:
             mask[e >> 5] |= np.uint32(1) << np.uint32(e & 31)
@@ -1170,17 +1296,17 @@ def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf):
 #
 # ``fill_mask`` through one int64 vector of array addresses: slots (WIDTH ints each) in
 # the order G, S, T, P, then eos, stack, roots, delta (int64[N_COUNTERS]: the call's
-# counter deltas), then one slot of scalars (acc, start_state). The layouts are checked
-# by ``packed.pack`` when a vector is written.
+# counter deltas), frames and req (see fill_mask), then one slot of scalars (acc,
+# start_state). The layouts are checked by ``packed.pack`` when a vector is written.
 
 LAYOUT_G = "i32 " * 9
 LAYOUT_S = ("i64 i32 i32 i32 i32 i32 i32 i32 i32 i32 i64 i64 i64 i32 i32 i32 i32 i64 i64 "
             "i32 i32 i64 i64 i32 i64 i64 u32x2 i64 i64 i32 i32 i64 i64")
 LAYOUT_T = "i32 " * 5
-LAYOUT_P = "i32 u32x2 i32 i32 i32 i32 i32"
-LAYOUT_MATCHER = "i64 i32 i32 i64"
-AT_G, AT_S, AT_T, AT_P, AT_MATCHER, AT_SCALARS = 0, 9, 42, 47, 54, 58
-PACKED_SLOTS = 59
+LAYOUT_P = "i32 u32x2 i32 i32 i32 i32 i32 i64 i32 i32 i32 i32 i32 i32 i32"
+LAYOUT_MATCHER = "i64 i32 i32 i64 i32 i32"
+AT_G, AT_S, AT_T, AT_P, AT_MATCHER, AT_SCALARS = 0, 9, 42, 47, 62, 68
+PACKED_SLOTS = 69
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1216,7 +1342,8 @@ def fill_mask_packed(A, mask):
     T = (_v32(A, t), _v32(A, t + 1), _v32(A, t + 2), _v32(A, t + 3), _v32(A, t + 4))
     p = AT_P
     P = (_v32(A, p), _m32(A, p + 1), _v32(A, p + 2), _v32(A, p + 3), _v32(A, p + 4), _v32(A, p + 5),
-         _v32(A, p + 6))
+         _v32(A, p + 6), _v64(A, p + 7), _v32(A, p + 8), _v32(A, p + 9), _v32(A, p + 10),
+         _v32(A, p + 11), _v32(A, p + 12), _v32(A, p + 13), _v32(A, p + 14))
     m = AT_MATCHER
     eos = _v64(A, m)
     delta = _v64(A, m + 3)
@@ -1224,7 +1351,7 @@ def fill_mask_packed(A, mask):
     for i in range(N_COUNTERS):
         delta[i] = -cnt[i]
     r = fill_mask(G, S, T, P, mask, A[3 * AT_SCALARS], A[3 * AT_SCALARS + 1], eos,
-                  _v32(A, m + 1), _v32(A, m + 2))
+                  _v32(A, m + 1), _v32(A, m + 2), _v32(A, m + 4), _v32(A, m + 5))
     for i in range(N_COUNTERS):
         delta[i] += cnt[i]
     return r

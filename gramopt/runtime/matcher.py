@@ -160,6 +160,8 @@ class Matcher:
     """
 
     ROOT_LIMIT = 64
+    FRAME_LIMIT = 1024  # walk frames of one mask (earley.memo_walk_frames; more: no split)
+    REQUEST_LIMIT = 64  # subtree pairs one mask may ask classes for
 
     def __new__(cls, *args, backend: str = "earley", **kwargs):
         """``backend="valiant"`` gives the matrix recognizer's matcher (same API, see
@@ -193,6 +195,8 @@ class Matcher:
         self._buf = np.zeros(self.vocab.n_words, np.uint32)
         self._stack = np.zeros(4097, np.int32)  # the walk's set at each trie depth
         self._roots = np.zeros(self.ROOT_LIMIT, np.int32)  # roots of a mask (fill_mask)
+        self._frames = np.zeros(K.FRAME_W * self.FRAME_LIMIT, np.int32)  # the U walks' frames
+        self._req = np.zeros(2 * self.REQUEST_LIMIT + 1, np.int32)  # subtree pairs a mask asks for
         self._pending = None
         self._delta = np.zeros(K.N_COUNTERS, np.int64)  # counter deltas of the last mask
         self._out_seen = self._out_row = self._out_view = None  # last numpy bitmask row written
@@ -260,6 +264,8 @@ class Matcher:
         m._buf = np.zeros_like(self._buf)
         m._stack = np.zeros_like(self._stack)
         m._roots = np.zeros_like(self._roots)
+        m._frames = np.zeros_like(self._frames)
+        m._req = np.zeros_like(self._req)
         m._delta = np.zeros_like(self._delta)
         m._A = np.zeros_like(self._A)
         m._A_addr = m._A.ctypes.data
@@ -348,8 +354,8 @@ class Matcher:
             if not f:
                 pack(self.G, K.LAYOUT_G, A, K.AT_G)
                 pack(self.T, K.LAYOUT_T, A, K.AT_T)
-                pack((self._eos, self._stack, self._roots, self._delta), K.LAYOUT_MATCHER, A,
-                     K.AT_MATCHER)
+                pack((self._eos, self._stack, self._roots, self._delta, self._frames, self._req),
+                     K.LAYOUT_MATCHER, A, K.AT_MATCHER)
                 A[pack_width(K.AT_SCALARS)] = self.cg.accept_state
                 A[pack_width(K.AT_SCALARS) + 1] = self.cg.start_state
             pack(S, K.LAYOUT_S, A, K.AT_S)
@@ -376,6 +382,8 @@ class Matcher:
             r = fill(A, buf)
             if r != 0:
                 self._fill_slow(fill, buf, r)
+            if self._req[0]:
+                self._add_subtrees()
         self._pending = self._delta
         return buf
 
@@ -394,8 +402,18 @@ class Matcher:
         status ``r``: finish the mask as ``_fill`` would (the slow path when r != 0)."""
         if r != 0:
             self._fill_slow(_FILL_PACKED or _fill_entry(self._A, buf), buf, r)
+        if self._req[0]:
+            self._add_subtrees()
         self._pending = self._delta
         return MaskCounters(self._delta.copy())
+
+    def _add_subtrees(self) -> None:
+        """Build the subtree classes the last mask asked for (its walk went node by node
+        there; the next mask at such a node splits it, earley.memo_walk_frames)."""
+        k = int(self._req[0])
+        pairs = self._req[1:1 + 2 * k].reshape(k, 2).tolist()
+        self._req[0] = 0
+        self.table.add_subtrees(dict.fromkeys(map(tuple, pairs)))
 
     def _fill_slow(self, fill, buf: np.ndarray, r: int) -> None:
         """The rest of a mask whose first call stopped early: grow the chart (overflow) or

@@ -27,6 +27,7 @@ import numpy as np
 from . import earley as K
 from .chart import Chart
 from .compile import REP_UNBOUNDED, REP_W, CompiledGrammar, HAS_OUT
+from .subtrees import SubtreeClasses
 from .vocab import Vocab
 
 
@@ -99,6 +100,7 @@ class TokenTable:
         self.ent_node = np.zeros(64, np.int32)
         self.ent_kind = np.zeros(64, np.int32)
         self.ent_skip = np.zeros(64, np.int32)
+        self.subtrees = SubtreeClasses()  # classes below big trie nodes (subtrees.py)
         self.P = self._pools()
         self.seconds = 0.0
         self.trie_nodes = 0
@@ -108,7 +110,7 @@ class TokenTable:
 
     def _pools(self) -> tuple:
         return (self.cls_id, self.aw_pool, self.ent_start, self.ent_node, self.ent_kind, self.ent_skip,
-                self._longest)
+                self._longest) + self.subtrees.arrays()
 
     def cls_index(self, q: int) -> int:
         """Where q's classes are named in ``cls_id`` (earley.cls_index)."""
@@ -124,6 +126,23 @@ class TokenTable:
                     c = self._classify(q, ci)
                     self.classes[ci] = c
         return c
+
+    def add_subtrees(self, pairs) -> int:
+        """Build the subtree classes of the (state, trie node) pairs a mask asked for
+        (earley.memo_walk_frames records them; subtrees.py bounds how many a table keeps);
+        later masks split those nodes. Returns how many were built."""
+        built = 0
+        with self._lock:  # the table's chart classifies
+            for q, node in pairs:
+                key = (self.cls_index(int(q)), int(node))
+                if not self.subtrees.wants(key):
+                    continue
+                aw, ents, kind, skip = self._classes_of(int(q), int(node))
+                self.subtrees.add(key, aw, ents, kind, skip, self.trie.size)
+                built += 1
+            if built:
+                self.P = self._pools()
+        return built
 
     def _signature(self, q: int, limit: int = 48) -> tuple | None:
         """What q's classes depend on, as a value equal across grammars: the recursive
@@ -187,24 +206,28 @@ class TokenTable:
         return c
 
     def _classify_now(self, q: int, ci: int) -> StateClasses:
+        return self._store(ci, *self._classes_of(q, 0))
+
+    def _classes_of(self, q: int, node: int) -> tuple:
+        """(AW row, U entries: node, kind, skip) of state q below trie node ``node``."""
         t0 = time.perf_counter()
         aw = np.zeros(self.vocab.n_words, np.uint32)
         before = int(self.chart.counters[K.C_TRIE])
         for _ in range(40):
             aw[:] = 0
-            nu = K.classify_state(self.G, self.chart.S, self.T, q, aw, self._out_node,
+            nu = K.classify_state(self.G, self.chart.S, self.T, q, node, aw, self._out_node,
                                   self._out_kind, self._comp, self._path, self._marked, self._sets)
             if nu >= 0:
                 break
             self.chart.grow()
         else:
             raise MemoryError("Earley chart keeps overflowing")
-        node = self._out_node[:nu]
-        kind = self._out_kind[:nu]
-        skip = K.entry_skips(node, kind, self.trie.size)
+        ents = self._out_node[:nu].copy()
+        kind = self._out_kind[:nu].copy()
+        skip = K.entry_skips(ents, kind, self.trie.size)
         self.seconds += time.perf_counter() - t0
         self.trie_nodes += int(self.chart.counters[K.C_TRIE]) - before
-        return self._store(ci, aw, node, kind, skip)
+        return aw, ents, kind, skip
 
     def _store(self, ci: int, aw, node, kind, skip) -> StateClasses:
         c = len(self.classes)
