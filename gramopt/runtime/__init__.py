@@ -7,7 +7,7 @@
 
 Modules: compile (Grammar → CompiledGrammar), earley (numba kernels), chart (their
 arrays), trie (depth-first token trie), vocab (tokenizer files), tokens (per-state token
-classes), matcher (the decoding state), torch_ops (masks on tensors; torch is optional
+classes), subtrees (a state's classes below a big trie node), matcher (the decoding state), torch_ops (masks on tensors; torch is optional
 and imported only when used). Serving: batch (BatchMatcher: many rows' masks on a thread
 pool), jump_forward (forced text), limits (chart caps, RuntimeLimitError), kernels
 (apply_token_bitmask_inplace, one backend per file). Stands on gramopt.grammar alone;
@@ -19,6 +19,10 @@ Speed, all exact (masks equal the plain algorithm's, ``Matcher(mode="walk")``):
     reachable from it (tokens.py); ``precompute=True`` is the ahead-of-time warm-up;
   * the set automaton (earley.memo_*): a mask walk hash-conses Earley sets by kernel, so
     inside a regular stretch (identifier, number, free text) a trie node is one lookup;
+  * subtree classes (subtrees.py): a U walk that reaches a big trie node (an identifier
+    after ``int ``) splits it by the classes of its walk set's roots below that node,
+    built once per (state, node) on first need, so it walks only the tokens that end
+    the identifier;
   * the mask cache (earley.fill_mask): committed sets named by content, so a set met
     again (the next byte of a string) gets its mask copied. An item is named by what it
     reads of its origin (the waiter group of its rule, earley._canonize), so ambiguous
