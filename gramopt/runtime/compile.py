@@ -52,6 +52,7 @@ Invariants of the arrays (all int32, states numbered rule by rule):
 
 from __future__ import annotations
 
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -121,23 +122,45 @@ class CompiledGrammar:
 # ---------------------------------------------------------------- NFA per rule
 
 
+def _adjacency(n: int, src: list[int]) -> tuple[list[int], list[int]]:
+    """(order, start): the indices i of ``src`` with src[i] == x are order[start[x]:start[x+1]],
+    in ascending i (the order the edges were added). A counting sort over int lists."""
+    start = [0] * (n + 1)
+    for x in src:
+        start[x + 1] += 1
+    for x in range(n):
+        start[x + 1] += start[x]
+    fill = start[:-1]
+    order = [0] * len(src)
+    for i, x in enumerate(src):
+        order[fill[x]] = i
+        fill[x] += 1
+    return order, start
+
+
 class _NFA:
+    """A rule body's NFA as flat int lists (one list each, whatever the size: ints are not
+    objects the garbage collector tracks): ε edges ``eps`` = pairs (source, target), byte
+    edges ``byt`` = quads (source, lo, hi, target), rule edges ``ref_src`` / ``ref_name`` /
+    ``ref_dst``. ``index()`` then groups each kind by source (in the order added)."""
+
     def __init__(self) -> None:
-        self.eps: list[list[int]] = []
-        self.bytes: list[list[tuple[int, int, int]]] = []
-        self.refs: list[list[tuple[str, int]]] = []
+        self.n = 0
+        self.eps: list[int] = []
+        self.byt: list[int] = []
+        self.ref_src: list[int] = []
+        self.ref_name: list[str] = []
+        self.ref_dst: list[int] = []
 
     def new(self) -> int:
-        self.eps.append([])
-        self.bytes.append([])
-        self.refs.append([])
-        return len(self.eps) - 1
+        self.n += 1
+        return self.n - 1
 
     def build(self, e: Expr, s: int, t: int) -> None:
         """Add a fragment for ``e`` from s to t (edges leave s and enter t only from outside
         fresh internal states, so fragments compose)."""
         if isinstance(e, Epsilon):
-            self.eps[s].append(t)
+            self.eps += (s, t)
         elif isinstance(e, Literal):
             self._chain([((b, b),) for b in e.text.encode("utf-8")], s, t)
         elif isinstance(e, CharClass):
@@ -147,7 +170,9 @@ class _NFA:
             for sq in seqs:
                 self._chain([(r,) for r in sq], s, t)
         elif isinstance(e, Ref):
-            self.refs[s].append((e.name, t))
+            self.ref_src.append(s)
+            self.ref_name.append(e.name)
+            self.ref_dst.append(t)
         elif isinstance(e, Seq):
             cur = s
             for i, item in enumerate(e.items):
@@ -165,16 +190,15 @@ class _NFA:
                 cur = nxt
             if e.max is None:
                 loop, back = self.new(), self.new()
-                self.eps[cur].append(loop)
+                self.eps += (cur, loop)
                 self.build(e.item, loop, back)
-                self.eps[back].append(loop)
-                self.eps[loop].append(t)
+                self.eps += (back, loop, loop, t)
             else:
-                self.eps[cur].append(t)
+                self.eps += (cur, t)
                 for _ in range(e.max - e.min):
                     nxt = self.new()
                     self.build(e.item, cur, nxt)
-                    self.eps[nxt].append(t)
+                    self.eps += (nxt, t)
                     cur = nxt
         elif isinstance(e, (Terminal, Regex)):
             raise RuntimeGrammarError(
@@ -188,19 +212,40 @@ class _NFA:
         for i, rs in enumerate(ranges):
             nxt = t if i == len(ranges) - 1 else self.new()
             for lo, hi in rs:
-                self.bytes[cur].append((lo, hi, nxt))
+                self.byt += (cur, lo, hi, nxt)
             cur = nxt
 
-    def closure(self, states) -> frozenset[int]:
+    def index(self) -> None:
+        """Group the edges by source: ``eps_to[eps_at[x]:eps_at[x+1]]`` are x's ε targets,
+        ``byt_at`` / ``ref_at`` the same over the edge numbers of ``byt`` / ``ref_*``."""
+        order, self.eps_at = _adjacency(self.n, self.eps[0::2])
+        to = self.eps[1::2]
+        self.eps_to = [to[k] for k in order]
+        self.byt_order, self.byt_at = _adjacency(self.n, self.byt[0::4])
+        self.ref_order, self.ref_at = _adjacency(self.n, self.ref_src)
+
+    def closure(self, states) -> bytes:
+        """The ε-closure of ``states``, as its sorted members packed in int32 bytes (a key
+        the garbage collector does not track; ``_members`` unpacks it)."""
+        at, to = self.eps_at, self.eps_to
+        if len(states) == 1 and at[states[0]] == at[states[0] + 1]:
+            return array("i", states).tobytes()  # one state without ε edges (most of them)
         out = set(states)
-        stack = list(states)
+        stack = list(out)
         while stack:
             x = stack.pop()
-            for y in self.eps[x]:
+            for k in range(at[x], at[x + 1]):
+                y = to[k]
                 if y not in out:
                     out.add(y)
                     stack.append(y)
-        return frozenset(out)
+        return array("i", sorted(out)).tobytes()
+
+
+def _members(key: bytes) -> list[int]:
+    a = array("i")
+    a.frombytes(key)
+    return a.tolist()
 
 
 class _DFA:
@@ -236,17 +281,21 @@ def _rows(flat: list[int], width: int) -> np.ndarray:
 def _determinize(nfa: _NFA, start: int, end: int) -> _DFA:
     """Subset construction over byte intervals and rule labels. DFA states are numbered in
     discovery order: per state, the byte targets by ascending interval, then the rule
-    targets by first appearance (NFA members in ascending order)."""
+    targets by first appearance (NFA members in ascending order). Sets of NFA states are
+    bytes keys (``_NFA.closure``), so the tables of one rule hold no tracked objects."""
+    nfa.index()
     first = nfa.closure([start])
     index = {first: 0}
     order = [first]
-    closures: dict[frozenset, frozenset] = {}  # target set -> its ε-closure (this rule)
+    closures: dict[int | bytes, bytes] = {}  # target set -> its ε-closure (this rule)
+    byt, byt_order, byt_at = nfa.byt, nfa.byt_order, nfa.byt_at
+    ref_name, ref_dst, ref_order, ref_at = nfa.ref_name, nfa.ref_dst, nfa.ref_order, nfa.ref_at
 
-    def state_of(tg) -> int:
-        key = frozenset(tg)
+    def state_of(tg: list[int]) -> int:
+        key = tg[0] if len(tg) == 1 else array("i", sorted(set(tg))).tobytes()  # (ints: untracked too)
         tgt = closures.get(key)
         if tgt is None:
-            tgt = closures[key] = nfa.closure(key)
+            tgt = closures[key] = nfa.closure(tg)
         j = index.get(tgt)
         if j is None:
             j = index[tgt] = len(order)
@@ -259,23 +308,23 @@ def _determinize(nfa: _NFA, start: int, end: int) -> _DFA:
     names: dict[str, int] = {}
     i = 0
     while i < len(order):
-        cur = order[i]
+        members = _members(order[i])
         q = i
         i += 1
-        final.append(1 if end in cur else 0)
-        members = sorted(cur)
+        final.append(1 if end in members else 0)
         # Byte edges: split into elementary intervals, each edge dropped into the
         # intervals it covers (a sweep, not every interval against every edge).
-        edges = [e for x in members for e in nfa.bytes[x]]
+        edges = [4 * k for x in members for k in byt_order[byt_at[x]:byt_at[x + 1]]]
         if len(edges) == 1:
-            lo, hi, t = edges[0]
-            b += (q, lo, hi, state_of((t,)))
+            e = edges[0]
+            b += (q, byt[e + 1], byt[e + 2], state_of([byt[e + 3]]))
         elif edges:
-            cuts = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+            cuts = sorted({byt[e + 1] for e in edges} | {byt[e + 2] + 1 for e in edges})
             at = {c: k for k, c in enumerate(cuts)}
             buckets: list[list[int]] = [[] for _ in range(len(cuts) - 1)]
-            for lo, hi, t in edges:
-                for k in range(at[lo], at[hi + 1]):
+            for e in edges:
+                t = byt[e + 3]
+                for k in range(at[byt[e + 1]], at[byt[e + 2] + 1]):
                     buckets[k].append(t)
             mine = len(b)  # where this state's rows begin
             for k, tg in enumerate(buckets):
@@ -289,8 +338,8 @@ def _determinize(nfa: _NFA, start: int, end: int) -> _DFA:
                     b += (q, lo, hi, j)
         by_rule: dict[str, list[int]] = {}
         for x in members:
-            for name, t in nfa.refs[x]:
-                by_rule.setdefault(name, []).append(t)
+            for k in ref_order[ref_at[x]:ref_at[x + 1]]:
+                by_rule.setdefault(ref_name[k], []).append(ref_dst[k])
         for name, tg in by_rule.items():
             r += (q, names.setdefault(name, len(names)), state_of(tg))
     return _DFA(np.array(final, np.int32), _rows(b, 4), _rows(r, 3), tuple(names))
