@@ -1,7 +1,7 @@
 """``Matcher()`` in a fresh process, per grammar: what a server pays for its first grammar.
 
     python benchmarks/compile_bench.py [--runs 3] [--grammars SUBSTR,...] [--all]
-                                       [--after xgrammar] [--gc-freeze]
+                                       [--after xgrammar] [--gc-freeze] [--trees DIR,DIR]
 
 Each measurement is one child process (``--child``): it loads the Qwen vocabulary and its
 trie, loads numba's compiled kernels through a one-rule grammar (the one-off start-up,
@@ -16,6 +16,9 @@ first in the same child (it imports torch, so the heap a full collection walks i
 the situation of benchmarks/runtime_bench.py).
 
 The table prints the median over ``--runs`` children (and the min and max of Matcher()).
+``--trees`` names source trees of gramopt (e.g. an older commit unpacked with ``git
+archive``) to measure side by side: each child imports gramopt from one of them, the
+trees alternating run by run, one row per grammar and tree (default: this checkout).
 Default grammars: the large maskbench ones named in issue 15 and a few small ones;
 ``--all`` takes every corpus gbnf/ebnf grammar.
 """
@@ -84,9 +87,13 @@ def child(path: str, after: str, freeze: bool) -> dict:
                 heap=heap, states=m.cg.n_states, rules=m.cg.n_rules)
 
 
-def run_child(path: str, after: str, freeze: bool) -> dict:
-    cmd = [sys.executable, __file__, "--child", path, "--after", after] + (["--gc-freeze"] if freeze else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+def run_child(path: str, after: str, freeze: bool, tree: str | None = None) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", os.path.abspath(path), "--after", after]
+    cmd += ["--gc-freeze"] if freeze else []
+    env = dict(os.environ)
+    if tree:
+        env["PYTHONPATH"] = os.path.abspath(tree)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree or None)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     if out.returncode != 0 or not lines:
         return dict(error=(out.stderr.strip().splitlines() or ["no output"])[-1][:80])
@@ -100,6 +107,7 @@ def main() -> None:
     ap.add_argument("--all", action="store_true", help="every corpus gbnf/ebnf grammar")
     ap.add_argument("--after", default="none", choices=("none", "xgrammar"))
     ap.add_argument("--gc-freeze", action="store_true")
+    ap.add_argument("--trees", default="", help="comma-separated gramopt source trees to compare")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -114,22 +122,29 @@ def main() -> None:
         paths = [p for p in paths if any(f in os.path.basename(p) for f in filters)]
     elif not args.all:
         paths = [p for p in paths if os.path.basename(p) in DEFAULT]
+    trees = [t for t in args.trees.split(",") if t] or [None]
     print(f"(fresh process per run, median of {args.runs}; ms; after={args.after}; "
           f"gc.freeze={'yes' if args.gc_freeze else 'no'}; load average {os.getloadavg()[0]:.2f})")
-    print(f"{'grammar':48} {'states':>7} {'parse':>8} {'Matcher()':>10} {'min':>8} {'max':>8} "
+    for i, t in enumerate(trees):
+        print(f"tree {i}: {t or 'this checkout'}")
+    print(f"{'grammar':48} {'tree':>4} {'states':>7} {'parse':>8} {'Matcher()':>10} {'min':>8} {'max':>8} "
           f"{'1st mask':>8} {'full gc':>8} {'gc0/1/2':>10}")
     for path in paths:
-        res = [run_child(path, args.after, args.gc_freeze) for _ in range(args.runs)]
-        ok = [r for r in res if "error" not in r]
+        res: dict[int, list] = {i: [] for i in range(len(trees))}
+        for _ in range(args.runs):  # the trees alternate, so a load spike falls on all alike
+            for i, t in enumerate(trees):
+                res[i].append(run_child(path, args.after, args.gc_freeze, t))
         name = os.path.basename(path)[:48]
-        if not ok:
-            print(f"{name:48}  error: {res[0]['error']}")
-            continue
-        ok.sort(key=lambda r: r["matcher"])
-        mid = ok[len(ok) // 2]
-        print(f"{name:48} {mid['states']:7} {mid['parse'] * 1e3:8.1f} {mid['matcher'] * 1e3:10.1f} "
-              f"{ok[0]['matcher'] * 1e3:8.1f} {ok[-1]['matcher'] * 1e3:8.1f} {mid['mask'] * 1e3:8.1f} "
-              f"{mid['full_gc'] * 1e3:8.1f} {'/'.join(map(str, mid['colls'])):>10}", flush=True)
+        for i in res:
+            ok = [r for r in res[i] if "error" not in r]
+            if not ok:
+                print(f"{name:48} {i:4}  error: {res[i][0]['error']}")
+                continue
+            ok.sort(key=lambda r: r["matcher"])
+            mid = ok[len(ok) // 2]
+            print(f"{name:48} {i:4} {mid['states']:7} {mid['parse'] * 1e3:8.1f} {mid['matcher'] * 1e3:10.1f} "
+                  f"{ok[0]['matcher'] * 1e3:8.1f} {ok[-1]['matcher'] * 1e3:8.1f} {mid['mask'] * 1e3:8.1f} "
+                  f"{mid['full_gc'] * 1e3:8.1f} {'/'.join(map(str, mid['colls'])):>10}", flush=True)
 
 
 if __name__ == "__main__":
