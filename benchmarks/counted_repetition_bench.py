@@ -36,7 +36,7 @@ def run(text_grammar: str, text: str, n: int, counted: bool, vocab, tokenizer, s
     from gramopt.runtime.tokens import TokenTable
     saved = compile_mod.COUNT_FROM
     compile_mod.COUNT_FROM = saved if counted else n + 1
-    compile_mod._DFA_CACHE.clear()
+    compile_mod._BODY_CACHE.clear()
     try:
         g = parse(text_grammar.replace("N", str(n)), "ebnf")
         t = time.perf_counter()

@@ -32,8 +32,8 @@ def _work(path):
     left alive, the compiled grammar), compiled from a cold cache of rule automata."""
     g = parse(path.read_text(encoding="utf-8"), path.suffix[1:])
     old = gc.get_threshold()
-    saved = dict(compile_mod._DFA_CACHE)
-    compile_mod._DFA_CACHE.clear()
+    saved = dict(compile_mod._BODY_CACHE)
+    compile_mod._BODY_CACHE.clear()
     runs = [0]
 
     def count(phase, info):
@@ -50,8 +50,8 @@ def _work(path):
         gc.callbacks.remove(count)
         gc.set_threshold(*old)
     left = len(gc.get_objects()) - before
-    compile_mod._DFA_CACHE.clear()
-    compile_mod._DFA_CACHE.update(saved)
+    compile_mod._BODY_CACHE.clear()
+    compile_mod._BODY_CACHE.update(saved)
     return runs[0], left, cg
 
 
@@ -68,10 +68,11 @@ def test_compile_allocates_per_rule_not_per_state(path):
 
 
 def test_cached_automata_are_arrays():
-    """The cache of rule automata holds numpy arrays (untracked by the collector)."""
+    """The cache of rule bodies holds their automata as numpy arrays (untracked by the collector)."""
     path = HARD_GBNF
     compile_grammar(parse(path.read_text(encoding="utf-8"), "gbnf"))
-    for d in list(compile_mod._DFA_CACHE.values())[-20:]:
+    for e in list(compile_mod._BODY_CACHE.values())[-20:]:
+        d = e.dfa
         for a in (d.final, d.b, d.r):
             assert isinstance(a, np.ndarray) and not gc.is_tracked(a)
 

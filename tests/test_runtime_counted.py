@@ -58,10 +58,10 @@ def vocab() -> Vocab:
 def count_everything(monkeypatch):
     """Every repetition counted (none unrolled), tables of other tests kept apart."""
     monkeypatch.setattr(compile_mod, "COUNT_FROM", 0)
-    compile_mod._DFA_CACHE.clear()
+    compile_mod._BODY_CACHE.clear()
     matcher_mod._TABLES.clear()
     yield
-    compile_mod._DFA_CACHE.clear()
+    compile_mod._BODY_CACHE.clear()
     matcher_mod._TABLES.clear()
 
 

@@ -345,25 +345,52 @@ def _determinize(nfa: _NFA, start: int, end: int) -> _DFA:
     return _DFA(np.array(final, np.int32), _rows(b, 4), _rows(r, 3), tuple(names))
 
 
-_DFA_CACHE: "OrderedDict[Expr, _DFA]" = OrderedDict()
-_DFA_CACHE_SIZE = 8192
+class _Body:
+    """What compiling needs of one rule body, worked out once per distinct body: the rules
+    it references (in order of first appearance), its expanded size (``grammar.size``),
+    the most copies any of its repetitions would unroll to (more than COUNT_FROM: counted,
+    ``_count_repetitions``), and its automaton (built when first needed: a rule
+    unreachable from the start never is)."""
+
+    __slots__ = ("refs", "size", "copies", "dfa")
+
+    def __init__(self, body: Expr):
+        from ..grammar.expr import refs
+        self.refs = tuple(refs(body))
+        self.size = expanded_size(body)
+        self.copies = max((_copies(e) for e in walk(body) if isinstance(e, Repeat)), default=0)
+        self.dfa: _DFA | None = None
 
 
-def _rule_dfa(body: Expr) -> _DFA:
-    """The rule body's automaton, cached across grammars by the body (an immutable
+_BODY_CACHE: "OrderedDict[Expr, _Body]" = OrderedDict()
+_BODY_CACHE_SIZE = 8192
+
+
+def _body(body: Expr) -> _Body:
+    """The facts of a rule body, cached across grammars by the body (an immutable
     expression: a rule body means the same automaton in every grammar; references are by
-    name). Entries are arrays (never changed: compile_grammar trims with masks)."""
-    d = _DFA_CACHE.get(body)
-    if d is None:
+    name), least recently used first out. A grammar that repeats a body (JSON-schema
+    grammars do, thousands of times) pays for it once."""
+    e = _BODY_CACHE.get(body)
+    if e is None:
+        e = _BODY_CACHE[body] = _Body(body)
+        while len(_BODY_CACHE) > _BODY_CACHE_SIZE:
+            _BODY_CACHE.popitem(last=False)
+    else:
+        _BODY_CACHE.move_to_end(body)
+    return e
+
+
+def _rule_dfa(body: Expr, entry: _Body | None = None) -> _DFA:
+    """The rule body's automaton (cached with its facts, ``_body``). Arrays, never changed:
+    compile_grammar trims with masks."""
+    e = entry or _body(body)
+    if e.dfa is None:
         nfa = _NFA()
         s, t = nfa.new(), nfa.new()
         nfa.build(body, s, t)
-        d = _DFA_CACHE[body] = _determinize(nfa, s, t)
-        while len(_DFA_CACHE) > _DFA_CACHE_SIZE:
-            _DFA_CACHE.popitem(last=False)
-    else:
-        _DFA_CACHE.move_to_end(body)
-    return d
+        e.dfa = _determinize(nfa, s, t)
+    return e.dfa
 
 
 # ---------------------------------------------------------------- counted repetitions
@@ -374,15 +401,21 @@ def _copies(e: Repeat) -> int:
     return e.max if e.max is not None else e.min + 1
 
 
-def _count_repetitions(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, tuple[str, int, int | None]]]:
-    """The rule bodies with every repetition of more than COUNT_FROM copies replaced by a
-    reference to a counted rule ``<rule>$<k>`` (inner ones first), and those rules as
-    ``{name: (X, m, n)}``, X the repeated item's rule (``<rule>$<k>.x`` with the item as
-    its body, unless the item is a reference). Language-preserving: a rule stands for its
-    definition, and the counted rule's language is X{m,n} (module docstring)."""
-    bodies: dict[str, Expr] = {}
+def _count_repetitions(grammar: Grammar) -> tuple[dict[str, tuple[Expr, _Body]],
+                                                    dict[str, tuple[str, int, int | None]]]:
+    """The rule bodies (with their facts, ``_body``) with every repetition of more than
+    COUNT_FROM copies replaced by a reference to a counted rule ``<rule>$<k>`` (inner ones
+    first), and those rules as ``{name: (X, m, n)}``, X the repeated item's rule
+    (``<rule>$<k>.x`` with the item as its body, unless the item is a reference).
+    Language-preserving: a rule stands for its definition, and the counted rule's language
+    is X{m,n} (module docstring)."""
+    bodies: dict[str, tuple[Expr, _Body]] = {}
     counted: dict[str, tuple[str, int, int | None]] = {}
     for r in grammar.rules:
+        entry = _body(r.body)
+        if entry.copies <= COUNT_FROM:
+            bodies[r.name] = (r.body, entry)  # (no copy of the others)
+            continue
         k = [0]
 
         def count(e: Expr, owner: str = r.name) -> Expr:
@@ -394,13 +427,14 @@ def _count_repetitions(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, tup
                 elem = e.item.name
             else:
                 elem = name + ".x"
-                bodies[elem] = e.item
+                bodies[elem] = (e.item, _body(e.item))
             counted[name] = (elem, e.min, e.max)
-            bodies[name] = Ref(elem)  # what the rule-level passes see of it: it reaches X
+            ref = Ref(elem)  # what the rule-level passes see of it: it reaches X
+            bodies[name] = (ref, _body(ref))
             return Ref(name)
 
-        big = any(isinstance(e, Repeat) and _copies(e) > COUNT_FROM for e in walk(r.body))
-        bodies[r.name] = transform(r.body, count) if big else r.body  # (no copy of the others)
+        new = transform(r.body, count)
+        bodies[r.name] = (new, _body(new))
     return bodies, counted
 
 
@@ -412,12 +446,12 @@ def _counted_dfa(elem: str, m: int, n: int | None) -> _DFA:
     return _DFA(np.array([m == 0, 1], np.int32), _rows([], 4), _rows(r, 3), (elem,))
 
 
-def _check_size(bodies: dict[str, Expr], limit: int = MAX_EXPANDED) -> None:
+def _check_size(bodies: dict[str, tuple[Expr, _Body]], limit: int = MAX_EXPANDED) -> None:
     """GrammarError when the automata would copy more than ``limit`` symbols (counted
     repetitions are references here, so only the small ones multiply)."""
     total = 0
-    for name, body in bodies.items():
-        total += expanded_size(body)
+    for name, (_, entry) in bodies.items():
+        total += entry.size
         if total > limit:
             raise GrammarError(f"grammar too large once repetitions are expanded (more than {limit:,} "
                                f"symbols, at rule '{name}'): reduce the repetition bounds")
@@ -540,16 +574,15 @@ def _reachable(n: int, starts: list[int], src: np.ndarray, tgt: np.ndarray) -> n
     return np.frombuffer(seen, np.uint8).astype(bool)
 
 
-def _rule_names_reachable(grammar: Grammar, rules: dict[str, Expr]) -> list[str]:
+def _rule_names_reachable(grammar: Grammar, rules: dict[str, tuple[Expr, _Body]]) -> list[str]:
     """The rules reachable from the start by name (before any trimming), in ``rules``'
     order; RuntimeGrammarError for a missing start or an undefined reference."""
-    from ..grammar.expr import refs as expr_refs
     if grammar.start not in rules:
         raise RuntimeGrammarError(f"missing start rule '{grammar.start}'")
     reach, stack = {grammar.start}, [grammar.start]
     while stack:
         n = stack.pop()
-        for m in expr_refs(rules[n]):
+        for m in rules[n][1].refs:
             if m not in rules:
                 raise RuntimeGrammarError(f"undefined rule '{m}' referenced in '{n}'")
             if m not in reach:
@@ -563,7 +596,7 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     GrammarError when its repetitions expand past ``grammar.size.MAX_EXPANDED`` (the
     automata copy a repetition's item out).
 
-    The rule automata are cached arrays (``_rule_dfa``); the passes over the whole grammar
+    The rule automata are cached arrays (``_body``, ``_rule_dfa``); the passes over the whole grammar
     (productive and nullable rules, trimming, numbering) work on their concatenation
     (``_Network``) with numpy and loops over int lists, so a compile allocates a few
     objects per rule for the garbage collector to track, not several per state."""
@@ -572,7 +605,7 @@ def compile_grammar(grammar: Grammar) -> CompiledGrammar:
     rules, counted = _count_repetitions(grammar)
     _check_size(rules)
     names = _rule_names_reachable(grammar, rules)
-    net = _Network(names, [_counted_dfa(*counted[n]) if n in counted else _rule_dfa(rules[n]) for n in names])
+    net = _Network(names, [_counted_dfa(*counted[n]) if n in counted else _rule_dfa(*rules[n]) for n in names])
     k = len(names)
     rid = {n: i for i, n in enumerate(names)}
 
