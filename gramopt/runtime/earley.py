@@ -48,8 +48,12 @@ I_CANON, I_MC_KEY, I_MC_MASK, I_MC_SCRATCH, I_IKEY, I_IVAL, I_ISTART, I_IPOOL = 
 I_GCODE = 32
 
 N_SETS, GEN, ACC_FLAG, W_ROOT, W_TOP, MGEN, N_IDS, W_NAMED = range(8)
-# a mask walk names its sets by content (memo_push) once it has built NAME_AFTER of them
+# a mask walk names its sets by content (memo_push) once it has built more than NAME_AFTER
+# of them holding NAME_ITEMS items or more in all: naming pays where items pile up (an
+# ambiguous repetition: SMILES' walk sets hold ~100 items each), not in a walk of small
+# sets (after a JSON key's quote: ~3 items each; naming them was ~20% of the mask)
 NAME_AFTER = 8
+NAME_ITEMS = 96
 C_ITEMS, C_PREDICT, C_COMPLETE, C_SCAN, C_TRIE, C_LEO, C_SETS = range(7)
 N_COUNTERS = 8
 
@@ -845,7 +849,8 @@ def memo_push(G, S, s, b, acc):
     g = meta[MGEN]
     mmask = len(mkeys) - 1
     kid = np.int64(-1)
-    if m - r > NAME_AFTER:  # a long walk: name its sets (older first: origins are older)
+    naming = m - r > NAME_AFTER and (meta[W_NAMED] > r + 1 or set_start[m] - set_start[r + 1] >= NAME_ITEMS)
+    if naming:  # a long walk: name its sets (older first: origins are older)
         for x in range(meta[W_NAMED], m):
             kx = _kernel_key(G, S, x, set_start[x], klen[x])
             if kx == -2 or not _canonize(G, S, x, kx):
@@ -892,7 +897,7 @@ def memo_push(G, S, s, b, acc):
     meta[N_SETS] = saved
     if st < 0:
         return M_OVERFLOW
-    if m - r > NAME_AFTER:
+    if naming:
         if not _canonize(G, S, m, kid):
             return M_OVERFLOW
         meta[W_NAMED] = m + 1
