@@ -106,3 +106,22 @@ def test_subtree_table_finds_every_row_through_growth():
         assert list(aw_word[w0:w1]) == [k % 40] and list(aw_bits[w0:w1]) == [k + 1]
         assert work == 3 * (e1 - e0)
     assert K._sub_class(sub.key, sub.val, np.int64((77 << 32) | 5)) == -1
+
+
+def test_states_with_equal_classes_share_a_row(qwen):
+    """tokens.TokenTable._store: a state whose classes equal another's names the same row
+    (a mask ORs and walks a shared row once); rows stay content-distinct and the masks of
+    a precomputed table equal the plain walk's."""
+    table = fresh_table("llamacpp__c", qwen)
+    table.precompute()
+    rows = {c.idx for c in table.classes.values()}
+    assert len(rows) < len(table.classes)  # 186 states, 78 rows
+    by_row = {}
+    for c in table.classes.values():
+        key = (c.aw.tobytes(), c.ent_node.tobytes(), c.ent_kind.tobytes())
+        assert by_row.setdefault(key, c.idx) == c.idx
+    walk = Matcher(table.cg, qwen, mode="walk")
+    m = Matcher(table)
+    for t in trajectory("llamacpp__c", qwen, 20):
+        assert allowed(m) == allowed(walk)
+        assert m.accept_token(t) and walk.accept_token(t)

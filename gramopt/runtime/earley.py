@@ -1273,14 +1273,23 @@ def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf, frames
         if miss > 0:
             return miss
         nw = aw_pool.shape[1]
-        for i in range(nr):
+        k = 0
+        for i in range(nr):  # the roots' rows, each once (states with equal classes share one)
             c = cls_id[cls_index(G, lg, roots_buf[i])]
-            for w in range(nw):
-                mask[w] |= aw_pool[c, w]
+            seen = False
+            for x in range(k):
+                if roots_buf[x] == c:
+                    seen = True
+                    break
+            if not seen:
+                roots_buf[k] = c
+                k += 1
+                for w in range(nw):
+                    mask[w] |= aw_pool[c, w]
         nf = 0
         r = S[I_META][W_ROOT]
-        for i in range(nr - 1, -1, -1):  # frames run last pushed first: the roots in order
-            c = cls_id[cls_index(G, lg, roots_buf[i])]
+        for i in range(k - 1, -1, -1):  # frames run last pushed first: the rows in order
+            c = roots_buf[i]
             if ent_start[c + 1] > ent_start[c]:
                 g = FRAME_W * nf
                 frames[g] = ent_start[c]

@@ -84,6 +84,7 @@ class TokenTable:
         self.T = self.trie.arrays()
         self.G = cg.arrays()
         self.classes: dict[int, StateClasses] = {}
+        self._rows: dict[tuple, int] = {}  # row contents -> row (rows are shared)
         self.chart = Chart(cg.n_rules)
         n = self.trie.n_nodes
         self._out_node = np.zeros(n + 1, np.int32)
@@ -230,7 +231,14 @@ class TokenTable:
         return aw, ents, kind, skip
 
     def _store(self, ci: int, aw, node, kind, skip) -> StateClasses:
-        c = len(self.classes)
+        """Name classes for ``ci``: a row with equal contents if there is one (states with
+        equal classes share a row, so a mask walks their U entries once), else a new row."""
+        content = (aw.tobytes(), np.asarray(node, np.int32).tobytes(), np.asarray(kind, np.int32).tobytes())
+        c = self._rows.get(content)
+        if c is not None:
+            self.cls_id[ci] = c
+            return StateClasses(self, c)
+        c = self._rows[content] = len(self._rows)
         grown = c == len(self.aw_pool) or len(self.ent_node) < int(self.ent_start[c]) + len(node)
         if grown:  # readers holding the old pools keep an old cls_id that names none of the new
             self.cls_id = self.cls_id.copy()
