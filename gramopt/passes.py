@@ -56,7 +56,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from . import targets
-from .costmodels import kappa, sac_proxy
+from .costmodels import sac_proxy
 from .costmodels.objective import objective as _objective
 from .egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner, StopReason
 from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Grammar, GrammarError, Literal, check_size, depth, walk
@@ -209,6 +209,7 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
             rep.notes.append(f"{ctx.target.name}: no {name}")
     spent, runs = 0, 0
     measured, work = None, 0  # the grammar last charged, and its charge (most runs change nothing)
+    returned: dict = {}  # each clean-up's last output (every clean-up is idempotent: cleanup/__init__.py)
     for _ in range(16):  # rounds to a fixpoint, as cleanup.simplify does
         start = g
         for n, fn in cleanups.items():
@@ -220,8 +221,10 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
                                  f"'{n}'; the grammar so far is kept")
                 return g
             spent, runs = spent + work, runs + 1
+            if returned.get(n) is g:  # its own output, untouched since: idempotent, nothing to do
+                continue
             before = g
-            g = fn(g)
+            g = returned[n] = fn(g)
             if g != before:
                 rep.fired[n] = rep.fired.get(n, 0) + 1
         if g == start:
@@ -400,7 +403,7 @@ def objective(g: Grammar, target: "str | Target", k: int | None = None) -> float
 
 
 def _kappa(g: Grammar) -> int:
-    """κ(g), counted per rule (equal to ``costmodels.kappa``; tested), without building
+    """κ(g), counted per rule (equal to ``costmodels.kappa``: tests/test_kappa.py), without building
     the BNF."""
     return 1 + sum(rule_kappa(r, g.dialect) for r in g.rules)
 
@@ -464,7 +467,7 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
             out = _judged(grammar, out, pm, reports)
     if out == grammar:
         out = grammar  # keep comments and positions when nothing changed
-    report = Report(pm.ctx.target.name, reports, kappa(grammar), kappa(out), sac_proxy(grammar), sac_proxy(out),
+    report = Report(pm.ctx.target.name, reports, _kappa(grammar), _kappa(out), sac_proxy(grammar), sac_proxy(out),
                     len(grammar.rules), len(out.rules))
     seen_stops = set()
     for p in reports:  # one line per distinct stop (a fixpoint round repeats its pass's)

@@ -76,3 +76,21 @@ def test_the_kappa_table_is_the_lowering(item, lo, hi):
     x, h = {'"ab"': (2, 0), '[a-z]': (1, 0)}.get(item) or alt_kappa([(1, 0), (2, 0)])
     syms, helpers = repeat_kappa(x, lo, hi, h)
     assert kappa(g) == 1 + HELPER + syms + 1 + helpers == 1 + rule_kappa(g.rules[0], "ebnf")
+
+
+def test_per_rule_kappa_is_the_lowerings_on_real_grammars():
+    """``passes._kappa`` (summed per rule, what the pass reports and the result's report
+    give) equals ``costmodels.kappa`` (over the BNF lowering) on the vendored grammars and
+    their optimized forms, GBNF and Lark."""
+    from pathlib import Path
+
+    from gramopt.formats import read
+    from gramopt.passes import _kappa, optimize
+    data = Path(__file__).parent / "data"
+    paths = sorted((data / "gbnf").glob("*.gbnf")) + [data / "lark" / "main.lark"]  # sub.lark: its library
+    assert len(paths) >= 3
+    for p in paths:
+        gr = read(str(p))
+        for form in (gr, optimize(gr, target="xgrammar" if gr.dialect != "lark" else "generic", verify=False,
+                                  fast=True).grammar):
+            assert _kappa(form) == kappa(form), p

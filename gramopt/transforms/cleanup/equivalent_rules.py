@@ -116,8 +116,11 @@ def one_rule_solution(rule: Rule) -> Expr | None:
     """The least solution of ``rule``'s own equation when it is a one-rule left recursion
     (with infix ``H m H``) or right recursion (module docstring), else None."""
     h = Ref(rule.name)
+    alternatives = rule.body.items if isinstance(rule.body, Alt) else (rule.body,)
+    if not any(a == h or (isinstance(a, Seq) and h in (a.items[0], a.items[-1])) for a in alternatives):
+        return None  # no alternative recurses at an end: none of the forms below
     bases, lefts, infix, rights = [], [], [], []
-    for a in (rule.body.items if isinstance(rule.body, Alt) else (rule.body,)):
+    for a in alternatives:
         if a == h:
             continue  # H ::= H | …: adds nothing to the least solution
         items = a.items if isinstance(a, Seq) else (a,)
@@ -151,7 +154,8 @@ def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
     reading is over the size limit: they are never unfolded, and like closed rules share
     blocks only with each other)."""
     defs = {r.name: one_rule_solution(r) or r.body for r in grammar.rules}
-    graph = {n: [m for m in refs(d) if m in defs] for n, d in defs.items()}
+    named = {n: refs(d) for n, d in defs.items()}
+    graph = {n: [m for m in ms if m in defs] for n, ms in named.items()}
     cyclic = {n for comp in _cyclic(graph) for n in comp}
     closed: dict[str, Expr] = {}  # readings of the closed rules
     depth: dict[str, int] = {}
@@ -174,7 +178,7 @@ def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
                 continue
             stack.pop()
             done.add(n)
-            if n in cyclic or not all(m in closed for m in graph[n]) or len(graph[n]) < len(refs(defs[n])):
+            if n in cyclic or not all(m in closed for m in graph[n]) or len(graph[n]) < len(named[n]):
                 continue
             depth[n] = 1 + max((depth[m] for m in graph[n]), default=-1)  # its signature is a constant
             body = transform(defs[n], sub)
@@ -243,8 +247,12 @@ def _template(body: Expr, known: set[str]) -> tuple[tuple, tuple[str, ...]]:
 
 def _redirect(grammar: Grammar, mapping: dict[str, str]) -> Grammar:
     """Drop the rules ``mapping`` names; every reference to one goes to its image."""
-    return grammar.replace_rules(replace(r, body=rename_refs(r.body, mapping))
-                                 for r in grammar.rules if r.name not in mapping)
+    return grammar.replace_rules(_renamed_body(r, mapping) for r in grammar.rules if r.name not in mapping)
+
+
+def _renamed_body(r: Rule, mapping: dict[str, str]) -> Rule:
+    body = rename_refs(r.body, mapping)
+    return r if body is r.body else replace(r, body=body)
 
 
 def merge_equivalent_rules(grammar: Grammar) -> Grammar:
