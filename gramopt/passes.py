@@ -573,13 +573,15 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list) -> G
     t = pm.ctx.target
     guard = t.guard
     baseline = []  # the input with only the fix-ups: the guard's fallback, never judged by it
+    # a model the user named prices the target's engine in the guard as in the extractor
+    models = {t.calibrated_engine: pm.ctx.cost_model} if t.calibrated_engine and pm.ctx.cost_model else None
 
     def guarded(cand: Grammar) -> str | None:
         if guard is None or cand == grammar:
             return None
         if not baseline:
             baseline.append(list(_fallbacks(grammar, pm, safer=False))[-1][1])
-        return None if cand == baseline[0] else guard.worse(grammar, cand)
+        return None if cand == baseline[0] else guard.worse(grammar, cand, models)
 
     if guard is not None and out != grammar:
         rep = PassReport("guard", _kappa(out), _kappa(out), len(out.rules), len(out.rules), 0.0)

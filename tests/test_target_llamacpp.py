@@ -127,3 +127,30 @@ def test_guard_judges_against_the_fixed_up_input_for_llamacpp_alone():
                                        "gbnf"))
     assert check_equivalence(g, dearer).ok
     assert target.guard.worse(g, dearer) == "costs more than the fixed-up input: llama.cpp cost model 37→51"
+
+
+def test_a_named_llamacpp_model_prices_the_guard_as_it_does_the_extractor(tmp_path, monkeypatch):
+    """``--cost-model`` names llama.cpp's model for the extractor and the guard alike: under
+    one where κ costs 4, the star form (κ 20, one recursive reference) is dearer than the
+    fixed-up input (κ 17, two) and is refused; under the shipped model it is kept."""
+    import json
+
+    from gramopt.costmodels.calibration import MODELS_DIR
+    from gramopt.passes import optimize
+    from gramopt.targets import get
+    from gramopt.targets.guard import NoSlowerGuard
+    target = get("llama.cpp")
+    g = parse('root ::= "\\"" s\ns ::= "\\"" | [a-z] s | "\\\\" [nt] s', "gbnf")
+    star = target.apply_fixups(parse('root ::= "\\"" ([a-z] | "\\\\" [nt])* "\\""', "gbnf"))
+    with open(f"{MODELS_DIR}/llama.cpp.json", encoding="utf-8") as f:
+        data = json.load(f)
+    data["node_weights"]["kappa"] = 4.0
+    (tmp_path / "llama.cpp.json").write_text(json.dumps(data), encoding="utf-8")
+    assert target.guard.worse(g, star) is None
+    assert target.guard.worse(g, star, {"llama.cpp": str(tmp_path)}) == \
+        "costs more than the fixed-up input: llama.cpp cost model 88→90"
+    seen = []
+    real = NoSlowerGuard.worse
+    monkeypatch.setattr(NoSlowerGuard, "worse", lambda self, *a: seen.append(a[2:]) or real(self, *a))
+    optimize(parse('root ::= "a" | "b"', "gbnf"), target="llama.cpp", cost_model=str(tmp_path))
+    assert seen and all(m == ({"llama.cpp": str(tmp_path)},) for m in seen)

@@ -1,7 +1,8 @@
 """The no-slower guard: a candidate is kept only where no engine's static cost grows (and,
 for the portable target, where it is clearly faster for one).
 
-    NoSlowerGuard(engines, strict=False, baseline=None, clear=False).worse(original, candidate) -> str | None
+    NoSlowerGuard(engines, strict=False, baseline=None, clear=False).worse(original, candidate, models=None)
+                     -> str | None   (``models``: engine -> a cost model the user named, else the shipped one)
     GUARD            every engine, clearly faster (the portable target)
     llamacpp_guard   llama.cpp alone, strict, against the input with the fix-ups (llama.cpp target)
 
@@ -47,20 +48,26 @@ class NoSlowerGuard:
         self.accepted = (("clearly faster, " if clear else "") + f"{engine} static cost grows"
                          + (f" and its model cost is below {against}'s (or it is {against})" if strict else ""))
 
-    def weights(self) -> dict:
+    def weights(self, models: dict | None = None) -> dict:
+        """Each engine's node weights: from the model ``models`` names for it (the one the
+        user named for the target's calibrated engine, which the extractor read too), else
+        the shipped one, else None (generic)."""
         out = {}
         for e in self.engines:
+            named = (models or {}).get(e)
             try:
-                out[e] = engine_node_weights(e).weights
-            except OSError:  # no shipped model for this engine: generic weights
-                out[e] = None
+                out[e] = engine_node_weights(e, named).weights
+            except OSError:
+                if named is not None:
+                    raise
+                out[e] = None  # no shipped model for this engine: generic weights
         return out
 
-    def worse(self, original: Grammar, candidate: Grammar) -> str | None:
+    def worse(self, original: Grammar, candidate: Grammar, models: dict | None = None) -> str | None:
         ref = self.baseline(original) if self.baseline is not None else original
         if candidate == ref:
             return None
-        w = self.weights()
+        w = self.weights(models)
         before, after = engine_costs(ref, w), engine_costs(candidate, w)
         grew = [g for g in worse_for(before, after) if g[0] in self.engines]
         if not grew and self.strict:
