@@ -10,6 +10,8 @@ import pytest
 from gramopt.grammar import CharClass, Epsilon, Grammar, Literal, Ref, Repeat, Rule, alt, seq
 from gramopt.runtime import (BatchMatcher, Matcher, RuntimeLimitError, RuntimeLimits, Vocab,
                              allocate_token_bitmask, compile_grammar)
+from gramopt.runtime import earley as K
+from gramopt.runtime.earley import plan_rows
 from gramopt.runtime.tokens import TokenTable
 
 from test_runtime_masks import GRAMMARS, TEXTS, small_vocab
@@ -60,8 +62,8 @@ def test_batch_fill_equals_sequential(name, threads):
 
 
 def test_batch_schedule_is_by_work_units_and_rows_of_any_kind():
-    """The pool is used when the rows' last masks' work (trie nodes + items) reaches
-    min_parallel_work, whatever the wall time; terminated rows, walk-mode rows, the matrix
+    """The pool is used when the rows' estimated work (earley.estimate_work: trie nodes +
+    items) reaches min_parallel_work, whatever the wall time; terminated rows, walk-mode rows, the matrix
     backend's rows and a row whose chart must grow mid-mask fill as they do alone."""
     vocab = small_vocab()
     g = GRAMMARS["expr"]
@@ -82,14 +84,17 @@ def test_batch_schedule_is_by_work_units_and_rows_of_any_kind():
         assert tiny.accept_bytes(b"((a")
         return rows + [done, walk, valiant, tiny], rows + [tiny]
 
-    def work(kernel_rows):  # what a batch's plan reads: each kernel row's last mask
-        return sum(int(m.last_counters.trie_nodes + m.last_counters.items) for m in kernel_rows)
+    def work(kernel_rows):  # what a batch's plan reads: each kernel row's estimate
+        addrs = np.array([m._A_addr for m in kernel_rows if m._kernel_vector() is not None], np.int64)
+        return int(plan_rows(addrs, np.arange(len(addrs)), np.zeros(len(addrs), np.int64)))
 
     for parallel in (False, True):
         rows, kernel_rows = make_rows()
         want = np.zeros((len(rows), vocab.n_words), np.int32)
-        for r, m in enumerate(rows):  # fresh charts: real work, no mask cache hit
+        for r, m in enumerate(rows):  # fresh charts: real work
             m.fill_next_token_bitmask(want, r)
+        for m in kernel_rows:  # forget the masks just made: the batch's masks are not cache hits
+            m.chart.S[K.I_MC_KEY][:] = -1
         w = work(kernel_rows)
         assert w > 0
         with BatchMatcher(2, min_parallel_work=w if parallel else w + 1) as bm:
@@ -298,3 +303,22 @@ def test_apply_cuda(backend):
     dev = logits.cuda()
     apply_token_bitmask_inplace(dev, torch.from_numpy(mask).cuda(), indices=[1, 3], backend=backend)
     np.testing.assert_array_equal(dev.cpu().numpy(), want)
+
+
+def test_batch_work_estimate_reads_the_mask_cache():
+    """What BatchMatcher's plan sums (earley.plan_rows): a row's last mask's work, or 0
+    when its mask cache holds the mask it is asked for."""
+    def work(m):
+        m._kernel_vector()
+        return int(plan_rows(np.array([m._A_addr], np.int64), np.arange(1), np.zeros(1, np.int64)))
+
+    m = Matcher(TokenTable(compile_grammar(GRAMMARS["expr"]), small_vocab()))
+    assert m.accept_bytes(b"(a")
+    assert work(m) == 0  # a fresh matcher: no last mask
+    c = m.fork().fill_next_token_bitmask(np.zeros(m.vocab.n_words, np.int32))  # m's cache stays empty
+    m._delta[:] = 0  # as if m had made that mask last
+    m._delta[[K.C_TRIE, K.C_ITEMS]] = [c.trie_nodes, c.items]
+    w = work(m)
+    assert w == c.trie_nodes + c.items > 0
+    m.compute_mask()
+    assert work(m) == 0  # now its mask cache holds this mask

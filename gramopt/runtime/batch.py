@@ -14,7 +14,7 @@ for the GIL inside a batch: each crosses it once to start and once to return. (T
 version called ``Matcher.fill_next_token_bitmask`` per row from Python threads: each row
 meant a GIL hand-off, and on a loaded machine a hand-off waits for the other thread to be
 scheduled, so the batch ran at 0.2–0.6x of the sequential loop.) Rows are handed out
-heaviest first (by their last mask's work, below), so the last row taken is a cheap one.
+heaviest first (by their estimated work, below), so the last row taken is a cheap one.
 
 A row the kernel cannot finish alone — its chart overflowed, or its set has roots whose
 token classes are not built yet (the JIT, tokens.py) — stops early with a status; those
@@ -23,12 +23,15 @@ rows are finished afterwards on the calling thread by the matcher's own slow pat
 kernels nothing is written but each row's own chart, buffers and bitmask row: the token
 tables are only read (a table's pools change only in the slow path, after the kernels).
 
-When to use threads is decided by work units, not time: the rows' last masks' work
-(trie nodes walked + Earley items, the counters every mask reports) summed over the batch; below
-``min_parallel_work`` (default 16,384: about 200 µs of walking) the rows are filled
-sequentially on the calling thread, since a thread hand-off would cost more than it saves.
-A fresh matcher counts 0. The schedule never changes a mask: each row's mask depends only
-on its matcher, whichever thread fills it, and the tests compare the two bit for bit.
+When to use threads is decided by work units, not time: the rows' estimated work for
+this mask (trie nodes + Earley items, the units of the counters every mask reports), read
+from each row's chart before the batch: 0 when its mask cache holds the mask (a lookup,
+``earley.mask_cached``: in lockstep most rows are inside a string or a number), else the
+work of its last mask (0 for a fresh matcher), summed over the batch; below ``min_parallel_work`` (default 16,384: about 200 µs
+of walking) the rows are filled sequentially on the calling thread, since a thread
+hand-off would cost more than it saves. The estimate is the same for the same rows
+(deterministic) and never changes a mask: each row's mask depends only on its matcher,
+whichever thread fills it, and the tests compare the two bit for bit.
 
 A worker that wakes late (a busy machine) finds fewer rows left, and one that never
 started by the time the calling thread ran out of rows is cancelled, so a batch is never

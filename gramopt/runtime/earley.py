@@ -996,7 +996,7 @@ def memo_walk_frames(G, S, T, P, fr, nf, mask, acc, stack, scratch, req):
     right)."""
     tbyte, tdepth, tsize, tok_start, tok_ids = T
     cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest = P[:7]
-    sub_key, sub_val, info, sub_node, sub_kind, sub_skip, aw_word, aw_bits = P[7:]
+    sub_key, sub_val, info, sub_node, sub_kind, sub_skip, aw_word, aw_bits = P[7:15]
     lg = longest[0]
     cnt = S[I_COUNTERS]
     trans = S[I_TRANS]
@@ -1338,10 +1338,9 @@ def _m32(A, k):
     return view2(A[3 * k], A[3 * k + 1], A[3 * k + 2], np.uint32)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def fill_mask_packed(A, mask):
-    """``fill_mask`` with its arguments unpacked from the address vector ``A`` (see above);
-    the counter deltas of the call land in the delta slot."""
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _unpack(A):
+    """(G, S, T, P) of the address vector ``A`` (views over the packed arrays)."""
     G = (_v32(A, 0), _v32(A, 1), _v32(A, 2), _v32(A, 3), _v32(A, 4), _v32(A, 5), _v32(A, 6),
          _v32(A, 7), _v32(A, 8))
     s = AT_S
@@ -1358,6 +1357,14 @@ def fill_mask_packed(A, mask):
     P = (_v32(A, p), _m32(A, p + 1), _v32(A, p + 2), _v32(A, p + 3), _v32(A, p + 4), _v32(A, p + 5),
          _v32(A, p + 6), _v64(A, p + 7), _v32(A, p + 8), _v32(A, p + 9), _v32(A, p + 10),
          _v32(A, p + 11), _v32(A, p + 12), _v32(A, p + 13), _v32(A, p + 14))
+    return G, S, T, P
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def fill_mask_packed(A, mask):
+    """``fill_mask`` with its arguments unpacked from the address vector ``A`` (see above);
+    the counter deltas of the call land in the delta slot."""
+    G, S, T, P = _unpack(A)
     m = AT_MATCHER
     eos = _v64(A, m)
     delta = _v64(A, m + 3)
@@ -1381,15 +1388,31 @@ _DELTA = pack_width(AT_MATCHER + 3)  # where an address vector holds its delta a
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def mask_cached(S):
+    """Whether the mask cache holds the next mask of this chart (``fill_mask`` copies it):
+    known before the mask runs, in a lookup. Reads only."""
+    slots = S[I_MC_MASK].shape[0]
+    key = mask_key(S)
+    return slots > 0 and key >= 0 and S[I_MC_KEY][key & (slots - 1)] == key
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def plan_rows(addrs, order, work):
-    """``work[i]`` = the work of row i's last mask (trie nodes + Earley items, from the
-    counter deltas the last ``fill_mask_packed`` call left in the row's delta array); sort
-    ``order`` (row numbers) by it, heaviest first (ties: the given order); return the total."""
+    """``work[i]`` = row i's estimated work for this mask: 0 when its mask cache holds the
+    mask (``mask_cached``), else the work of its last mask (trie nodes + Earley items, from
+    the counter deltas its last ``fill_mask_packed`` call left in its delta array); sort
+    ``order`` (row numbers) by it, heaviest first (ties: the given order); return the total.
+    Masks never depend on it: it only schedules."""
     n = len(addrs)
     total = 0
     for i in range(n):
-        d = view1(view1(addrs[i], PACKED_WIDTH, np.int64)[_DELTA], N_COUNTERS, np.int64)
-        work[i] = d[C_TRIE] + d[C_ITEMS]
+        A = view1(addrs[i], PACKED_WIDTH, np.int64)
+        G, S, T, P = _unpack(A)
+        if mask_cached(S):
+            work[i] = 0
+        else:
+            d = view1(A[_DELTA], N_COUNTERS, np.int64)
+            work[i] = d[C_TRIE] + d[C_ITEMS]
         total += work[i]
     for i in range(1, n):  # insertion sort: a batch is a few dozen rows
         x = order[i]
