@@ -642,32 +642,14 @@ def push_bytes(G, S, data, acc):
 def roots(G, S, start_state):
     """Distinct states of the items of the last set that were not predicted there
     (origin < p) and still have an outgoing edge; at p = 0 the start state alone."""
-    flags = G[4]
-    items = S[I_ITEMS]
     set_start = S[I_SET_START]
-    n = S[I_META][N_SETS]
-    p = n - 1
+    p = S[I_META][N_SETS] - 1
     if p == 0:
         out = np.empty(1, np.int32)
         out[0] = start_state
         return out
-    lo = set_start[p]
-    hi = set_start[p + 1]
-    out = np.empty(hi - lo, np.int32)
-    k = 0
-    for i in range(lo, hi):
-        it = items[i]
-        q = it & MASK32
-        if (it >> 32) < p and (_sflags(G, q) & HAS_OUT) != 0:
-            dup = False
-            for j in range(k):
-                if out[j] == q:
-                    dup = True
-                    break
-            if not dup:
-                out[k] = q
-                k += 1
-    return out[:k]
+    out = np.empty(set_start[p + 1] - set_start[p], np.int32)
+    return out[:_set_roots(G, S, p, out, len(out))]
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
@@ -1151,6 +1133,15 @@ def entry_skips(ent_node, ent_kind, tsize):
 # ---------------------------------------------------------------- one mask, one call
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _among(a, k, v):
+    """Whether v is in a[:k]."""
+    for j in range(k):
+        if a[j] == v:
+            return True
+    return False
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _set_roots(G, S, p, out, limit):
     """The distinct roots of set p >= 1 (committed or a walk set: its states with an edge
@@ -1162,17 +1153,11 @@ def _set_roots(G, S, p, out, limit):
     for i in range(set_start[p], set_start[p + 1]):
         it = items[i]
         q = it & MASK32
-        if (it >> 32) < p and (_sflags(G, q) & HAS_OUT) != 0:
-            dup = False
-            for j in range(k):
-                if out[j] == q:
-                    dup = True
-                    break
-            if not dup:
-                if k == limit:
-                    return k + 1
-                out[k] = q
-                k += 1
+        if (it >> 32) < p and (_sflags(G, q) & HAS_OUT) != 0 and not _among(out, k, q):
+            if k == limit:
+                return k + 1
+            out[k] = q
+            k += 1
     return k
 
 
@@ -1276,12 +1261,7 @@ def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf, frames
         k = 0
         for i in range(nr):  # the roots' rows, each once (states with equal classes share one)
             c = cls_id[cls_index(G, lg, roots_buf[i])]
-            seen = False
-            for x in range(k):
-                if roots_buf[x] == c:
-                    seen = True
-                    break
-            if not seen:
+            if not _among(roots_buf, k, c):
                 roots_buf[k] = c
                 k += 1
                 for w in range(nw):
