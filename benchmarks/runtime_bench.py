@@ -24,12 +24,15 @@ printed beside ("cold p95") so that cost is not hidden. ``--compile-only`` times
 compiles alone (no mask passes: minutes instead of an hour over the whole corpus) and
 prints the compile columns and the compile part of the summary.
 
-A compile is Python work that allocates, so a full collection of the garbage collector
-may fall inside one: it walks the whole heap (numba's objects, the vocabulary: ~150 ms on
-this machine), whatever grammar is being compiled. ``--gc-freeze`` moves the heap of the
-one-off load out of the collector's walks (``gc.freeze()``, what a Python server does once
-after start-up); the table says which way it was measured. p50/p95 are over all steps of
-the measured passes, in microseconds.
+A full collection of Python's garbage collector walks the whole heap (numba's objects, the
+vocabulary, torch once xgrammar has imported it: 70-250 ms on this machine), and it runs
+when enough container objects have survived younger collections; whatever allocates them
+pays it. gramopt's compile builds its automata as arrays (runtime/compile.py: about one
+tracked object per rule body), so it seldom triggers one itself
+(benchmarks/compile_bench.py shows the collections inside a fresh-process ``Matcher()``).
+``--gc-freeze`` moves the heap of the one-off load out of the collector's walks
+(``gc.freeze()``, what a Python server does once after start-up); the table says which way
+it was measured. p50/p95 are over all steps of the measured passes, in microseconds.
 
 The summary line states the goals of issue 15: gramopt p50 <= llguidance's on >= 90% of
 the grammars both serve, p95 <= 1.5x llguidance's on >= 90%, no grammar with gramopt p95
