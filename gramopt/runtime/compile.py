@@ -151,6 +151,12 @@ class _NFA:
         self.ref_src: list[int] = []
         self.ref_name: list[str] = []
         self.ref_dst: list[int] = []
+        self.eps_at: list[int] = []  # the groups by source, made by ``index()``
+        self.eps_to: list[int] = []
+        self.byt_order: list[int] = []
+        self.byt_at: list[int] = []
+        self.ref_order: list[int] = []
+        self.ref_at: list[int] = []
 
     def new(self) -> int:
         self.n += 1
