@@ -75,7 +75,9 @@ def test_a_hundred_million_repetitions_are_refused_fast_and_small(tmp_path):
     assert p.returncode == 2, err
     assert err.startswith(f"{src}:1:1: error: rule 'root' expands to 100,000,000 symbols")
     assert "Traceback" not in err and not (tmp_path / "o.gbnf").exists()
-    assert seconds < 5 * 3  # < 5 s on a quiet machine; the bound allows a busy CI box
+    # CPU seconds, not wall-clock: a loaded CI box stretches the wall time of the imports
+    # (seen: > 15 s at load 5), not the work (0.4 s here); the 60 s timer bounds the wall
+    assert usage.ru_utime + usage.ru_stime < 10, seconds
     assert usage.ru_maxrss < 1024 * 1024  # < 1 GB resident (ru_maxrss is in KB)
 
 
@@ -85,9 +87,9 @@ def test_nested_repetitions_are_refused_by_every_command(tmp_path, capsys, comma
     src.write_text('root ::= ((("a"{0,1000}){0,1000}){0,1000})\n', encoding="utf-8")
     argv = {"optimize": ["optimize", src, "-o", tmp_path / "o.gbnf"], "analyze": ["analyze", src],
             "verify": ["verify", src, src]}[command]
-    t = time.perf_counter()
+    t = time.process_time()  # CPU seconds: the load of a shared CI box does not stretch them
     assert run(*argv) == 2
-    assert time.perf_counter() - t < 5
+    assert time.process_time() - t < 5
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith(f"{src}:1:1: error: rule 'root' expands to 1,000,000,000 symbols")
 
@@ -131,9 +133,9 @@ def test_inlining_never_nests_past_the_bound():
 
 def test_2000_alternatives_factor_into_a_trie_quickly():
     g = parse("root ::= " + " | ".join(f'"{w}"' for w in words(2000)) + "\n", "gbnf")
-    t = time.perf_counter()
+    t = time.process_time()  # CPU seconds, whatever the load
     res = optimize(g, target="generic")  # factoring (the portable target keeps alternatives as written)
-    assert time.perf_counter() - t < 30  # ~2 s on a quiet machine; was 23 s (n^2.2)
+    assert time.process_time() - t < 30  # ~2 s; was 23 s (n^2.2)
     assert res.report.verified == "ok" and res.report.kappa_after < res.report.kappa_before
 
 
