@@ -27,9 +27,9 @@ When to use threads is decided by work units, not time: the rows' estimated work
 this mask (trie nodes + Earley items, the units of the counters every mask reports), read
 from each row's chart before the batch: 0 when its mask cache holds the mask (a lookup,
 ``earley.mask_cached``: in lockstep most rows are inside a string or a number), else the
-work of its last mask (0 for a fresh matcher), summed over the batch; below ``min_parallel_work`` (default 16,384: about 200 µs
-of walking) the rows are filled sequentially on the calling thread, since a thread
-hand-off would cost more than it saves. The estimate is the same for the same rows
+work of its last mask (0 for a fresh matcher), summed over the batch; below
+``min_parallel_work`` (default 16,384: about 200 µs of walking) the rows are filled
+sequentially on the calling thread, since a thread hand-off would cost more than it saves. The estimate is the same for the same rows
 (deterministic) and never changes a mask: each row's mask depends only on its matcher,
 whichever thread fills it, and the tests compare the two bit for bit.
 
