@@ -32,8 +32,9 @@ MAX_ROWS = 4096
 INFO_W = K.INFO_W
 
 
-def _grown(a: np.ndarray, need: int, fill: int = 0) -> np.ndarray:
-    """``a`` itself when it holds ``need`` items, else a copy at least twice as long."""
+def grown(a: np.ndarray, need: int, fill: int = 0) -> np.ndarray:
+    """``a`` itself when it holds ``need`` items, else a copy at least twice as long (a
+    reader holding ``a`` keeps it whole; the owner repacks: packed.py)."""
     if need <= len(a):
         return a
     b = np.full(max(need, 2 * len(a)), fill, a.dtype)
@@ -72,11 +73,11 @@ class SubtreeClasses:
         w0, w1 = self.n_words, self.n_words + len(words)
         work = int(np.where(kind == 1, tsize[node], 1).sum()) + len(words) // 4
         before = self.arrays()
-        self.info = _grown(self.info, INFO_W * (s + 1))
+        self.info = grown(self.info, INFO_W * (s + 1))
         for name in ("ent_node", "ent_kind", "ent_skip"):
-            setattr(self, name, _grown(getattr(self, name), e1))
-        self.aw_word = _grown(self.aw_word, w1)
-        self.aw_bits = _grown(self.aw_bits, w1)
+            setattr(self, name, grown(getattr(self, name), e1))
+        self.aw_word = grown(self.aw_word, w1)
+        self.aw_bits = grown(self.aw_bits, w1)
         replaced = any(a is not b for a, b in zip(before, self.arrays()))
         self.ent_node[e0:e1] = node
         self.ent_kind[e0:e1] = kind

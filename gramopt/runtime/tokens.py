@@ -27,7 +27,7 @@ import numpy as np
 from . import earley as K
 from .chart import Chart
 from .compile import REP_UNBOUNDED, REP_W, CompiledGrammar, HAS_OUT
-from .subtrees import SubtreeClasses
+from .subtrees import SubtreeClasses, grown
 from .vocab import Vocab
 
 
@@ -239,20 +239,16 @@ class TokenTable:
             self.cls_id[ci] = c
             return StateClasses(self, c)
         c = self._rows[content] = len(self._rows)
-        grown = c == len(self.aw_pool) or len(self.ent_node) < int(self.ent_start[c]) + len(node)
-        if grown:  # readers holding the old pools keep an old cls_id that names none of the new
+        replaces = c == len(self.aw_pool) or len(self.ent_node) < int(self.ent_start[c]) + len(node)
+        if replaces:  # readers holding the old pools keep an old cls_id that names none of the new
             self.cls_id = self.cls_id.copy()
         if c == len(self.aw_pool):
             self.aw_pool = np.concatenate([self.aw_pool, np.zeros_like(self.aw_pool)])
             self.ent_start = np.concatenate([self.ent_start, np.zeros(c, np.int32)])
         e0 = int(self.ent_start[c])
         e1 = e0 + len(node)
-        if e1 > len(self.ent_node):
-            size = max(e1, 2 * len(self.ent_node))
-            for name in ("ent_node", "ent_kind", "ent_skip"):
-                a = np.zeros(size, np.int32)
-                a[:e0] = getattr(self, name)[:e0]
-                setattr(self, name, a)
+        for name in ("ent_node", "ent_kind", "ent_skip"):
+            setattr(self, name, grown(getattr(self, name), e1))
         self.aw_pool[c] = aw
         self.ent_node[e0:e1] = node
         self.ent_kind[e0:e1] = kind
