@@ -2,11 +2,12 @@
 the second time with every core kept busy — must write byte-identical files.
 
     python benchmarks/determinism.py [CORPUS] [--targets generic,xgrammar,...] [--jobs N]
-                                     [--no-load] [--limit K]
+                                     [--no-load] [--limit K] [--keep DIR]
 
 Each run is ``gramopt optimize CORPUS -o OUT --target T -j N --cache FRESH`` (a batch: every
 grammar and schema of the folder, no cache reuse). The loaded run starts one busy process per
-core (``while True: pass``) for its duration. Prints, per target, the files written by each
+core (``while True: pass``) for its duration. ``--keep DIR`` keeps the first run's files under
+DIR/TARGET (to compare with another commit's outputs). Prints, per target, the files written by each
 run, how many differ, and the seconds each run took; exit 1 on any difference.
 """
 
@@ -67,6 +68,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--no-load", action="store_true", help="second run without the busy processes")
     ap.add_argument("--limit", type=int, default=0, help="inputs per sub-folder (0: all)")
+    ap.add_argument("--keep", help="keep the first run's outputs under KEEP/TARGET")
     args = ap.parse_args()
     corpus = Path(args.corpus)
     if not corpus.is_dir():
@@ -97,6 +99,11 @@ def main() -> int:
         print(f"| {target} | {len(fa)} | {len(fb)} | {len(differ)} | {t1:.0f} | {t2:.0f} |", flush=True)
         for f in differ[:10]:
             print(f"  differs: {f}")
+        if args.keep:
+            dest = Path(args.keep) / target
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(a), dest)
         shutil.rmtree(a, ignore_errors=True)
         shutil.rmtree(b, ignore_errors=True)
     return 1 if bad else 0
