@@ -251,10 +251,10 @@ def _optimize(it: Item, options: dict):
     src = it.source if it.kind != "jsonschema" else None
     asked = options.get("to") or EXTENSIONS.get(os.path.splitext(it.dst)[1])
     dialect, out, dropped = targets.get(target).output_form(result.grammar, asked, src)
-    warning = targets.get(target).dropped_warning(dialect, dropped)
+    warning = targets.get(target).dropped_warning(dialect, dropped, bool(options.get("strict")))
     if warning:
         if options.get("strict"):
-            raise GrammarError(warning + " (--strict)", path=it.source)
+            raise GrammarError(warning, path=it.source)
         result.report.warnings.append(warning)
     return write(out, dialect), result
 

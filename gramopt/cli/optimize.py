@@ -136,13 +136,14 @@ def add_converter_argument(p) -> None:
                         f"{targets.get(targets.DEFAULT).schema_converter})")
 
 
-def written_form(grammar, target, output: str | None, to: str | None, source: str | None):
+def written_form(grammar, target, output: str | None, to: str | None, source: str | None,
+                 strict: bool = False):
     """(dialect, grammar to write, warning): ``Target.output_form`` with the dialect asked
     for (``to``, or the output's extension); a warning when something was dropped."""
     t = targets.get(target)
     asked = to or dialect_of_extension(output if output != "-" else None)
     dialect, kept, dropped = t.output_form(grammar, asked, source)
-    return dialect, kept, t.dropped_warning(dialect, dropped)
+    return dialect, kept, t.dropped_warning(dialect, dropped, strict)
 
 
 def dialect_of_extension(path: str | None) -> str | None:
@@ -176,9 +177,9 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
     if strict and result.report.warnings:  # about the input: an empty language
         raise GrammarError(result.report.warnings[0] + " (--strict)", path=path)
     out_dialect, out_grammar, warning = written_form(result.grammar, target, output, to,
-                                                     None if converter else path)
+                                                     None if converter else path, strict)
     if warning and strict:
-        raise GrammarError(warning + " (--strict)", path=path)
+        raise GrammarError(warning, path=path)
     result.report.written_as = out_dialect
     if warning:
         result.report.warnings.append(warning)

@@ -102,13 +102,15 @@ class Target:
         kept, dropped = unwritable(grammar, dialect)
         return dialect, kept, dropped
 
-    def dropped_warning(self, dialect: str, dropped: list[str]) -> str | None:
-        """What a user reads when ``output_form`` dropped something (None when nothing)."""
+    def dropped_warning(self, dialect: str, dropped: list[str], strict: bool = False) -> str | None:
+        """What a user reads when ``output_form`` dropped something (None when nothing); under
+        ``strict`` nothing is written, and the message says so."""
         if not dropped:
             return None
         keep = self.output_dialect or "ebnf"
+        outcome = "nothing was written (--strict)" if strict else "written without them"
         return (f"{dialect} cannot carry the {', '.join(dropped)} of the optimized grammar (target "
-                f"{self.name}): written without them; write .{keep} or pass --to {keep} to keep them")
+                f"{self.name}): {outcome}; write .{keep} or pass --to {keep} to keep them")
 
     def apply_fixups(self, grammar: Grammar, notes: list | None = None, fired: dict | None = None) -> Grammar:
         """``grammar`` after this target's fix-ups, in order."""
