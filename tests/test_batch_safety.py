@@ -1,6 +1,6 @@
 """Folder mode under hostile conditions (issue 13): bad cache entries are ignored with a
 warning, hand-edited outputs are repaired, the cache key holds every output-shaping option,
-and an interrupted batch stops every worker and says truthfully what it wrote."""
+and an interrupted or terminated batch stops every worker and says truthfully what it wrote."""
 
 from __future__ import annotations
 
@@ -82,7 +82,11 @@ def test_the_cache_key_holds_the_work_limits():
 
 
 @pytest.mark.slow
-def test_ctrl_c_stops_every_worker_and_reports_what_was_written(tmp_path):
+@pytest.mark.parametrize("sig, group, code, word", [
+    (signal.SIGINT, True, 130, "interrupted"),  # Ctrl-C reaches the whole process group, as on a terminal
+    (signal.SIGTERM, False, 143, "terminated"),  # a supervisor's `kill PID`: the client alone gets it
+])
+def test_a_stop_ends_every_worker_and_reports_what_was_written(tmp_path, sig, group, code, word):
     src, out = tmp_path / "in", tmp_path / "out"
     src.mkdir()
     fast = 'root ::= "a" | "b"\n'
@@ -97,11 +101,11 @@ def test_ctrl_c_stops_every_worker_and_reports_what_was_written(tmp_path):
     while not (out / "a0.gbnf").exists() and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.1)
     assert (out / "a0.gbnf").exists()
-    os.killpg(p.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group, as on a terminal
+    (os.killpg if group else os.kill)(p.pid, sig)
     _, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err
+    assert p.returncode == code, err
     written = sorted(q.name for q in out.glob("*.gbnf"))
-    assert f"gramopt: interrupted; {len(written)} output(s) were written before it stopped" in err
+    assert f"gramopt: {word}; {len(written)} output(s) were written before it stopped" in err
     assert "Traceback" not in err
     time.sleep(3)  # no worker goes on writing after the client has stopped
     assert sorted(q.name for q in out.glob("*.gbnf")) == written
