@@ -20,7 +20,9 @@ a disagreement there is reported as a difference without a counterexample string
 
 from __future__ import annotations
 
+import gc
 import time
+from contextlib import contextmanager
 
 from ..grammar import Grammar
 from .coverage import coverage_check
@@ -54,6 +56,29 @@ def recognizers(original: Grammar, candidate: Grammar,
 
 def check_equivalence(original: Grammar, candidate: Grammar, bounds: Bounds = Bounds(),
                       methods=tuple(METHODS)) -> VerifyResult:
+    with collector_paused():
+        return _check(original, candidate, bounds, methods)
+
+
+@contextmanager
+def collector_paused():
+    """Run the body with Python's cyclic garbage collector off (and on again after, if it
+    was). The recognizers build millions of small tracked objects (Earley sets, items) that
+    all stay alive until the check ends, so every collection during a check traverses them
+    for nothing: 2-3x the check's time on the corpus's largest grammars. Their cycles (a
+    set's memo of later sets, whose items name it as their origin) are broken when a check
+    ends (``Recognizer.release``), so what they leave is freed by reference counting.
+    Verdicts, counterexamples and work charged do not depend on when garbage is collected."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _check(original: Grammar, candidate: Grammar, bounds: Bounds, methods) -> VerifyResult:
     t0 = time.perf_counter()
     stats: dict = {}
     if is_lark(original):
@@ -63,18 +88,22 @@ def check_equivalence(original: Grammar, candidate: Grammar, bounds: Bounds = Bo
             return VerifyResult(False, None, stats)
     budget = WorkBudget(bounds.max_work)
     a, b = recognizers(original, candidate, budget)
-    for name in methods:
-        try:
-            cex, stats[name] = METHODS[name](a, b, bounds)
-        except WorkBudgetSpent:  # deterministic: the same grammars stop at the same step
-            stats[name] = {"work_spent": True, "exact": False, "bound_met": False}
-            stats["work_spent"] = name
-            break
-        if stats[name].get("safety_limit"):
-            stats["safety_limit"] = name  # the verdict is not to be trusted: the caller refuses
-        if cex is not None:
-            stats["seconds"] = round(time.perf_counter() - t0, 4)
-            return VerifyResult(False, confirm(a, b, cex), stats)
+    try:
+        for name in methods:
+            try:
+                cex, stats[name] = METHODS[name](a, b, bounds)
+            except WorkBudgetSpent:  # deterministic: the same grammars stop at the same step
+                stats[name] = {"work_spent": True, "exact": False, "bound_met": False}
+                stats["work_spent"] = name
+                break
+            if stats[name].get("safety_limit"):
+                stats["safety_limit"] = name  # the verdict is not to be trusted: the caller refuses
+            if cex is not None:
+                stats["seconds"] = round(time.perf_counter() - t0, 4)
+                return VerifyResult(False, confirm(a, b, cex), stats)
+    finally:
+        a.release()
+        b.release()
     stats["work"] = budget.spent
     stats["seconds"] = round(time.perf_counter() - t0, 4)
     return VerifyResult(True, None, stats)

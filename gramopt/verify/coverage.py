@@ -23,6 +23,7 @@ grammar rejects is a real difference. One-sided evidence, like random derivation
 from __future__ import annotations
 
 import time
+from itertools import chain
 from typing import Iterator
 
 from .reference import Recognizer
@@ -113,10 +114,19 @@ def coverage_sentences(g: Compiled, pick=min) -> Iterator[tuple[int, ...]]:
     ctx = shortest_contexts(g, best)
     # an empty terminal (an empty char class) is never on a pruned production: no spelling
     spell = [pick(t) if t else -1 for t in g.terms]
+
+    def spelled(w: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple([spell[t] for t in w])
+
+    yields = [spelled(w) if w is not None else None for w in best]  # spelled once, not per production
+    around: dict[int, tuple] = {}  # each left-hand side's context, spelled
     for p, r in enumerate(g.rhs):
-        u, v = ctx[g.lhs[p]]
-        w = u + tuple(x for s in r for x in (best[s] if s >= 0 else (~s,))) + v
-        yield tuple(spell[t] for t in w)
+        a = g.lhs[p]
+        if a not in around:
+            u, v = ctx[a]
+            around[a] = (spelled(u), spelled(v))
+        u, v = around[a]
+        yield u + tuple(chain.from_iterable(yields[s] if s >= 0 else (spell[~s],) for s in r)) + v
 
 
 def coverage_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
@@ -133,8 +143,8 @@ def coverage_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
         stats["bound_met"] = stats["covered"] == stats["productions"]
         return cex, stats
 
-    streams = [(0, coverage_sentences(a.g, min), b), (1, coverage_sentences(b.g, min), a),
-               (0, coverage_sentences(a.g, max), b), (1, coverage_sentences(b.g, max), a)]
+    streams = [(0, coverage_sentences(a.g, min), Resumed(b)), (1, coverage_sentences(b.g, min), Resumed(a)),
+               (0, coverage_sentences(a.g, max), Resumed(b)), (1, coverage_sentences(b.g, max), Resumed(a))]
     checked: tuple[set, set] = (set(), set())  # a sentence both spellings give (no class on it) is checked once
     while streams:
         for entry in list(streams):
@@ -154,6 +164,49 @@ def coverage_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
                 data = tuple(w) if a.atoms is not None else bytes(w)
                 return done(Counterexample(data, "string", side == 0, side == 1, METHOD, a.atoms))
     return done()
+
+
+class Resumed:
+    """``recognizer.accepts`` over a stream of sentences that share prefixes (the sentences
+    of one nonterminal share its context): each sentence is read from the set after the
+    longest prefix it shares with the previous one. The recognizer's sets are memoized
+    per (set, symbol), so the steps skipped are memo hits only: the same sets are built in
+    the same order, the same work is charged, and the verdict is ``accepts``'s."""
+
+    def __init__(self, r: Recognizer):
+        self.r = r
+        self.last: tuple[int, ...] = ()
+        self.path = [r.initial()]  # path[i]: the set after last[:i], up to where last died
+
+    def accepts(self, w: tuple[int, ...]) -> bool:
+        last, path = self.last, self.path
+        if not path[0].viable:  # the empty language, as ``run`` says it
+            return False
+        n = min(len(w), len(path) - 1)
+        i = 0
+        while i + 64 <= n and w[i:i + 64] == last[i:i + 64]:  # the common prefix, 64 at a time first
+            i += 64
+        while i < n and w[i] == last[i]:
+            i += 1
+        self.last = w
+        if i == len(path) - 1 < len(last) and i < len(w) and w[i] == last[i]:
+            return False  # it has the prefix on which the last one died
+        del path[i + 1:]
+        s, r = path[i], self.r
+        class_of, alphabet, unknown, advance = r.class_of, r.alphabet, _UNKNOWN, r.advance
+        for k in range(i, len(w)):
+            x = w[k]
+            if not 0 <= x < alphabet:
+                return False
+            nxt = s._next.get(class_of[x], unknown)
+            s = advance(s, x) if nxt is unknown else nxt
+            if s is None:
+                return False
+            path.append(s)
+        return s.accepting
+
+
+_UNKNOWN = object()
 
 
 def productions_exercised(grammar, inputs) -> tuple[int, int, int]:

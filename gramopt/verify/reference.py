@@ -41,6 +41,7 @@ from .symbols import Compiled, compile_grammar, symbol_classes
 
 Item = tuple  # (suffix id, origin: State | None)
 _SPEND_EVERY = 1 << 14  # agenda steps between two reports to the work budget
+_UNKNOWN = object()  # not in a set's memo yet
 
 
 class Suffixes:
@@ -161,13 +162,19 @@ class Recognizer:
 
     state_next_symbols = state_next_bytes
 
-    def run(self, data: Iterable[int]) -> State | None:
-        """The set after ``data``, or None once dead."""
-        s: State | None = self._initial
+    def run(self, data: Iterable[int], start: State | None = None) -> State | None:
+        """The set after ``data`` (read from ``start``, default the initial set), or None
+        once dead. ``advance`` step by step, its memo read here first (the sets met
+        before are most steps of a long input)."""
+        s: State | None = self._initial if start is None else start
         if not s.viable:
             return None
+        class_of, alphabet, unknown = self.class_of, self.alphabet, _UNKNOWN
         for x in data:
-            s = self.advance(s, x)
+            if not 0 <= x < alphabet:
+                return None
+            nxt = s._next.get(class_of[x], unknown)
+            s = self.advance(s, x) if nxt is unknown else nxt
             if s is None:
                 return None
         return s
@@ -187,6 +194,19 @@ class Recognizer:
     @property
     def states_built(self) -> int:
         return len(self._interned)
+
+    def release(self) -> None:
+        """Forget the sets built so far (the recognizer stays usable and builds them again):
+        a set's memo names later sets, whose items name it as their origin, so the sets form
+        cycles that only the cyclic collector would free; cut here, they are freed as soon
+        as nothing else holds them."""
+        for state in self._interned.values():
+            state._next = {}
+        self._interned = {self._interned_key(self._initial): self._initial}
+
+    @staticmethod
+    def _interned_key(state: State) -> tuple:
+        return (state.items, state.accepting)
 
     # ------------------------------------------------------------ one Earley set
     def _close(self, kernel: Iterable[Item]) -> State:

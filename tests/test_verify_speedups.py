@@ -1,0 +1,119 @@
+"""The verifier's speed-ups change nothing it says: coverage sentences read from a shared
+prefix (``coverage.Resumed``) get ``accepts``'s verdicts with the same sets built and the
+same work charged; ``run`` from a given set equals reading the whole input; the sentences
+are the plain definition's; a check runs with the cyclic collector off and leaves it as
+it found it; ``release`` keeps a recognizer usable."""
+
+from __future__ import annotations
+
+import gc
+import random
+
+from gramopt.formats import parse
+from gramopt.verify import check_equivalence
+from gramopt.verify.check import collector_paused
+from gramopt.verify.coverage import Resumed, coverage_sentences, shortest_contexts, shortest_yields
+from gramopt.verify.reference import Recognizer
+from gramopt.verify.result import WorkBudget
+
+JSONISH = r'''
+root ::= value
+value ::= object | array | string | "true" | "null" | [0-9]+
+object ::= "{" ws ( member ( "," ws member )* )? "}"
+member ::= string ws ":" ws value ws
+array ::= "[" ws ( value ( "," ws value )* )? "]"
+string ::= "\"" ( [a-c] | "\\" ["nt] )* "\""
+ws ::= [ ]?
+'''
+
+
+def _stream(seed: int, n: int = 400) -> list[tuple[int, ...]]:
+    """Sentences sharing prefixes, with dead prefixes, out-of-alphabet symbols and repeats."""
+    rng = random.Random(seed)
+    base = [tuple(b'{"a":[1,2,{"b":"c"}]}'), tuple(b'[true,null,"ab\\n"]'), tuple(b'{}'), ()]
+    out = []
+    for _ in range(n):
+        w = list(rng.choice(base + out[-3:] if out else base))
+        for _ in range(rng.randrange(3)):
+            k = rng.randrange(len(w) + 1)
+            op = rng.randrange(4)
+            if op == 0:
+                w = w[:k]
+            elif op == 1:
+                w.insert(k, rng.choice(b'{}[],:"ab1tn\\ x'))
+            elif op == 2 and w:
+                w[min(k, len(w) - 1)] = rng.choice([300, -1, ord("z"), ord("1")])
+            else:
+                w = w[:k] + w[k:] * 2
+        out.append(tuple(w))
+    return out
+
+
+def test_resumed_gives_accepts_verdicts_states_and_work():
+    g = parse(JSONISH, "gbnf")
+    for seed in range(3):
+        plain, resumed = Recognizer(g, budget=WorkBudget(None)), Recognizer(g, budget=WorkBudget(None))
+        r = Resumed(resumed)
+        for w in _stream(seed):
+            assert r.accepts(w) == plain.accepts(w), w
+            assert resumed.states_built == plain.states_built
+            assert resumed.budget.spent == plain.budget.spent
+
+
+def test_resumed_on_the_empty_language():
+    g = parse('root ::= "a" root', "gbnf")
+    r = Resumed(Recognizer(g))
+    assert not any(r.accepts(w) for w in [(), (97,), (97, 97), ()])
+
+
+def test_run_from_a_set_equals_reading_the_whole_input():
+    r = Recognizer(parse(JSONISH, "gbnf"))
+    for w in _stream(7, 60):
+        for k in range(len(w) + 1):
+            mid = r.run(w[:k])
+            if mid is not None:
+                assert r.run(w[k:], start=mid) is r.run(w)
+
+
+def _plain_sentences(g, pick):
+    best = shortest_yields(g)
+    ctx = shortest_contexts(g, best)
+    spell = [pick(t) if t else -1 for t in g.terms]
+    for p, rhs in enumerate(g.rhs):
+        u, v = ctx[g.lhs[p]]
+        w = u + tuple(x for s in rhs for x in (best[s] if s >= 0 else (~s,))) + v
+        yield tuple(spell[t] for t in w)
+
+
+def test_coverage_sentences_are_the_definitions():
+    cg = Recognizer(parse(JSONISH, "gbnf")).g
+    for pick in (min, max):
+        assert list(coverage_sentences(cg, pick)) == list(_plain_sentences(cg, pick))
+
+
+def test_check_pauses_the_collector_and_restores_it():
+    a = parse(JSONISH, "gbnf")
+    b = parse(JSONISH.replace('"true" | "null"', '"null" | "true"'), "gbnf")
+    seen = []
+    with collector_paused():
+        seen.append(gc.isenabled())
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        assert check_equivalence(a, b).ok
+        assert not gc.isenabled()  # left off when it was off
+    finally:
+        gc.enable()
+    res = check_equivalence(a, parse(JSONISH.replace('"null"', '"nul"'), "gbnf"))
+    assert not res.ok and gc.isenabled()
+
+
+def test_release_keeps_the_recognizer_usable():
+    r = Recognizer(parse(JSONISH, "gbnf"))
+    words = _stream(3, 80)
+    before = [r.accepts(w) for w in words]
+    built = r.states_built
+    r.release()
+    assert r.states_built == 1
+    assert [r.accepts(w) for w in words] == before
+    assert r.states_built == built
