@@ -74,6 +74,7 @@ not the start rule, so user-named rules survive their generated copies (which co
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import islice
 
 from ...grammar import (Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, refs, rename_refs, seq,
                         transform, walk)
@@ -166,23 +167,27 @@ def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
 
     for root in graph:  # depth-first, every rule after the rules it refers to
         stack = [(root, iter(graph[root]))]
+        on_stack = {root}  # the names in stack
         while stack:
             n, it = stack[-1]
             if n in done:
                 stack.pop()
+                on_stack.discard(n)
                 continue
             m = next(it, None)
             if m is not None:
-                if m not in done and m not in cyclic and all(m != k for k, _ in stack):
+                if m not in done and m not in cyclic and m not in on_stack:
                     stack.append((m, iter(graph[m])))
+                    on_stack.add(m)
                 continue
             stack.pop()
+            on_stack.discard(n)
             done.add(n)
             if n in cyclic or not all(m in closed for m in graph[n]) or len(graph[n]) < len(named[n]):
                 continue
             depth[n] = 1 + max((depth[m] for m in graph[n]), default=-1)  # its signature is a constant
             body = transform(defs[n], sub)
-            if sum(1 for _ in walk(body)) <= UNFOLD_LIMIT:
+            if sum(1 for _ in islice(walk(body), UNFOLD_LIMIT + 1)) <= UNFOLD_LIMIT:
                 closed[n] = body
     return {r.name: transform(r.body, sub) for r in grammar.rules}, depth
 
