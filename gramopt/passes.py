@@ -56,6 +56,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from . import targets
+from .collector import paused
 from .costmodels import sac_proxy
 from .costmodels.objective import objective as _objective
 from .egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner, StopReason
@@ -454,7 +455,14 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
     ``fast``: the per-request mode (``REQUEST_PASSES`` once, a check proportional to what
     changed). ``bounds`` are the language check's (``gramopt.verify.Bounds``); when its work
     budget (``max_work``) is spent before a verdict, the input is returned unchanged and
-    ``report.stops`` says so — the same on every machine."""
+    ``report.stops`` says so — the same on every machine. Runs with the cyclic garbage
+    collector paused (``gramopt.collector``)."""
+    with paused():
+        return _optimize(grammar, target, passes, limits, verify, callback, cost_model, fast, bounds)
+
+
+def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits | None, verify: bool, callback,
+              cost_model: str | None, fast: bool, bounds: "Bounds | None") -> Result:
     t0 = time.perf_counter()
     check_size(grammar)
     pm = PassManager(REQUEST_PASSES if fast and passes is None else passes, target, limits, callback, cost_model)

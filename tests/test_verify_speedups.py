@@ -11,7 +11,7 @@ import random
 
 from gramopt.formats import parse
 from gramopt.verify import check_equivalence
-from gramopt.verify.check import collector_paused
+from gramopt.collector import paused as collector_paused
 from gramopt.verify.coverage import Resumed, coverage_sentences, shortest_contexts, shortest_yields
 from gramopt.verify.reference import Recognizer
 from gramopt.verify.result import WorkBudget
@@ -146,3 +146,12 @@ def test_work_charged_and_sets_built_are_unchanged():
             accepted = sum(r.accepts(random_sentence(r.g, rng, 12, h)) for _ in range(40))
             got.append((accepted, r.budget.spent, r.states_built))
         assert got == figures, name
+
+
+def test_optimize_pauses_the_collector_and_restores_it():
+    from gramopt.passes import optimize
+    seen = []
+    g = parse('root ::= "a" x | "a" y\nx ::= "b"\ny ::= "c"\n', "gbnf")
+    optimize(g, target="generic", callback=lambda name, out: seen.append(gc.isenabled()))
+    assert seen and not any(seen)
+    assert gc.isenabled()

@@ -19,7 +19,7 @@ import pathlib
 import sys
 
 LAYERS = [  # floor 0 is the ground
-    {"grammar", "_version", "stage"},
+    {"grammar", "_version", "stage", "collector"},
     {"formats", "costmodels", "verify", "runtime"},
     {"rewrites", "egraph", "transforms", "sampling"},
     {"targets", "engines"},

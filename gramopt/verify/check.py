@@ -20,10 +20,9 @@ a disagreement there is reported as a difference without a counterexample string
 
 from __future__ import annotations
 
-import gc
 import time
-from contextlib import contextmanager
 
+from ..collector import paused
 from ..grammar import Grammar
 from .coverage import coverage_check
 from .derivations import derivation_check
@@ -56,26 +55,8 @@ def recognizers(original: Grammar, candidate: Grammar,
 
 def check_equivalence(original: Grammar, candidate: Grammar, bounds: Bounds = Bounds(),
                       methods=tuple(METHODS)) -> VerifyResult:
-    with collector_paused():
+    with paused():  # (gramopt.collector: millions of live sets and items, nothing to collect)
         return _check(original, candidate, bounds, methods)
-
-
-@contextmanager
-def collector_paused():
-    """Run the body with Python's cyclic garbage collector off (and on again after, if it
-    was). The recognizers build millions of small tracked objects (Earley sets, items) that
-    all stay alive until the check ends, so every collection during a check traverses them
-    for nothing: 2-3x the check's time on the corpus's largest grammars. Their cycles (a
-    set's memo of later sets, whose items name it as their origin) are broken when a check
-    ends (``Recognizer.release``), so what they leave is freed by reference counting.
-    Verdicts, counterexamples and work charged do not depend on when garbage is collected."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _check(original: Grammar, candidate: Grammar, bounds: Bounds, methods) -> VerifyResult:
