@@ -155,3 +155,45 @@ def test_optimize_pauses_the_collector_and_restores_it():
     optimize(g, target="generic", callback=lambda name, out: seen.append(gc.isenabled()))
     assert seen and not any(seen)
     assert gc.isenabled()
+
+
+class _SliceSuffixes:
+    """The suffix numbering as first written (every suffix a tuple key): the reference."""
+
+    def __init__(self):
+        self.ids, self.lhs, self.head, self.rest, self.tag = {}, [], [], [], []
+
+    def id(self, lhs, tail, tag=-1):
+        k = self.ids.get((lhs, tail, tag))
+        if k is not None:
+            return k
+        n, j = len(tail), 1
+        while j <= n:
+            k = self.ids.get((lhs, tail[j:], tag))
+            if k is not None:
+                break
+            j += 1
+        else:
+            k, j = self._new(lhs, (), -1, tag), n
+        for i in range(j - 1, -1, -1):
+            k = self._new(lhs, tail[i:], k, tag)
+        return k
+
+    def _new(self, lhs, tail, rest, tag):
+        k = self.ids[(lhs, tail, tag)] = len(self.lhs)
+        self.lhs.append(lhs)
+        self.head.append(tail[0] if tail else None)
+        self.rest.append(rest)
+        self.tag.append(tag)
+        return k
+
+
+def test_suffix_numbering_is_the_slice_numbering():
+    from gramopt.verify.reference import Suffixes
+    rng = random.Random(5)
+    new, ref = Suffixes(), _SliceSuffixes()
+    for _ in range(3000):
+        lhs, tag = rng.randrange(4), rng.choice([-1, -1, 0, 1])
+        tail = tuple(rng.choice([-1, -2, 0, 1, 2]) for _ in range(rng.choice([0, 1, 2, 3, 8, 40])))
+        assert new.id(lhs, tail, tag) == ref.id(lhs, tail, tag)
+    assert (new.lhs, new.head, new.rest, new.tag) == (ref.lhs, ref.head, ref.rest, ref.tag)

@@ -52,7 +52,9 @@ class Suffixes:
     ``Recognizer(by_production=True)``)."""
 
     def __init__(self) -> None:
-        self.ids: dict[tuple[int, tuple[int, ...], int], int] = {}
+        self.ids: dict[tuple[int, tuple[int, ...], int], int] = {}  # (lhs, tail, tag) asked for -> id
+        self.cons: dict[tuple[int, int, int, int], int] = {}  # (lhs, head, rest, tag) -> id
+        self.ends: dict[tuple[int, int], int] = {}  # (lhs, tag) -> the id of the complete item
         self.lhs: list[int] = []
         self.head: list[int | None] = []
         self.rest: list[int] = []
@@ -63,25 +65,25 @@ class Suffixes:
         k = ids.get((lhs, tail, tag))
         if k is not None:
             return k
-        # Iterative, not recursive: a production may have thousands of symbols. Find the
-        # longest suffix already numbered, then number the missing ones shortest first
-        # (the order the recursive definition would give).
-        n, j = len(tail), 1
-        while j <= n:
-            k = ids.get((lhs, tail[j:], tag))
-            if k is not None:
-                break
-            j += 1
-        else:
-            k, j = self._new(lhs, (), -1, tag), n
-        for i in range(j - 1, -1, -1):
-            k = self._new(lhs, tail[i:], k, tag)
+        # Iterative, not recursive: a production may have thousands of symbols. Suffixes
+        # are numbered shortest first, each by (its first symbol, the id of the rest), so a
+        # production of n symbols costs n steps, not n slices of up to n symbols; the ones
+        # numbered before keep their ids (a suffix is numbered only after all shorter ones).
+        k = self.ends.get((lhs, tag))
+        if k is None:
+            k = self.ends[(lhs, tag)] = self._new(lhs, None, -1, tag)
+        cons = self.cons
+        for i in range(len(tail) - 1, -1, -1):
+            key = (lhs, tail[i], k, tag)
+            nxt = cons.get(key)
+            k = cons[key] = self._new(lhs, tail[i], k, tag) if nxt is None else nxt
+        ids[(lhs, tail, tag)] = k
         return k
 
-    def _new(self, lhs: int, tail: tuple[int, ...], rest: int, tag: int) -> int:
-        k = self.ids[(lhs, tail, tag)] = len(self.lhs)
+    def _new(self, lhs: int, head: int | None, rest: int, tag: int) -> int:
+        k = len(self.lhs)
         self.lhs.append(lhs)
-        self.head.append(tail[0] if tail else None)
+        self.head.append(head)
         self.rest.append(rest)
         self.tag.append(tag)
         return k
