@@ -77,7 +77,8 @@ from dataclasses import replace
 from itertools import islice
 
 from ...grammar import (Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, refs, rename_refs, seq,
-                        transform, walk)
+                        walk)
+from ...grammar.expr import _SEQ_SPLICED, _splices
 from ...grammar.analysis import _cyclic
 from .common import is_lark
 
@@ -162,9 +163,6 @@ def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
     depth: dict[str, int] = {}
     done: set[str] = set()
 
-    def sub(e: Expr) -> Expr:
-        return closed.get(e.name, e) if isinstance(e, Ref) else e
-
     for root in graph:  # depth-first, every rule after the rules it refers to
         stack = [(root, iter(graph[root]))]
         on_stack = {root}  # the names in stack
@@ -186,10 +184,31 @@ def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
             if n in cyclic or not all(m in closed for m in graph[n]) or len(graph[n]) < len(named[n]):
                 continue
             depth[n] = 1 + max((depth[m] for m in graph[n]), default=-1)  # its signature is a constant
-            body = transform(defs[n], sub)
+            body = _unfold(defs[n], closed)
             if sum(1 for _ in islice(walk(body), UNFOLD_LIMIT + 1)) <= UNFOLD_LIMIT:
                 closed[n] = body
-    return {r.name: transform(r.body, sub) for r in grammar.rules}, depth
+    return {r.name: _unfold(r.body, closed) for r in grammar.rules}, depth
+
+
+def _unfold(e: Expr, closed: dict[str, Expr]) -> Expr:
+    """``transform(e, sub)`` where ``sub`` replaces a reference to a closed rule by its
+    reading (and leaves every other node as it is), written out: the same nodes rebuilt
+    the same way (a node whose children all come back as they were, and which the smart
+    constructor would rebuild equal, is kept as it is), without a call of ``sub`` per node."""
+    if isinstance(e, Ref):
+        return closed.get(e.name, e)
+    if isinstance(e, (Seq, Alt)):
+        old = e.items
+        new = tuple([_unfold(i, closed) for i in old])
+        is_seq = isinstance(e, Seq)
+        if new == old and len(old) > 1 and type(old) is tuple and not _splices(old, _SEQ_SPLICED if is_seq else Alt):
+            return e
+        out = seq(*new) if is_seq else alt(*new)
+        return closed.get(out.name, out) if isinstance(out, Ref) else out
+    if isinstance(e, Repeat):
+        item = _unfold(e.item, closed)
+        return e if item is e.item else Repeat(item, e.min, e.max)
+    return e
 
 
 def blocks(grammar: Grammar) -> dict[str, int]:

@@ -1,8 +1,10 @@
-"""The verifier's speed-ups change nothing it says: coverage sentences read from a shared
-prefix (``coverage.Resumed``) get ``accepts``'s verdicts with the same sets built and the
-same work charged; ``run`` from a given set equals reading the whole input; the sentences
-are the plain definition's; a check runs with the cyclic collector off and leaves it as
-it found it; ``release`` keeps a recognizer usable."""
+"""The optimizer's speed-ups change nothing it says or charges: coverage sentences read from
+a shared prefix (``coverage.Resumed``) get ``accepts``'s verdicts with the same sets built
+and the same work charged; ``run`` from a given set equals reading the whole input; the
+sentences are the plain definition's; the recognizer's work and suffix numbering are the
+ones measured before; the collector is paused while optimizing and checking and restored
+after; ``release`` keeps a recognizer usable; ``equivalent_rules._unfold`` is ``transform``
+with the readings."""
 
 from __future__ import annotations
 
@@ -197,3 +199,29 @@ def test_suffix_numbering_is_the_slice_numbering():
         tail = tuple(rng.choice([-1, -2, 0, 1, 2]) for _ in range(rng.choice([0, 1, 2, 3, 8, 40])))
         assert new.id(lhs, tail, tag) == ref.id(lhs, tail, tag)
     assert (new.lhs, new.head, new.rest, new.tag) == (ref.lhs, ref.head, ref.rest, ref.tag)
+
+
+def test_unfold_is_transform_with_the_readings():
+    """``equivalent_rules._unfold`` written out equals ``transform`` with the substitution,
+    on non-canonical nodes too (a Seq holding a Seq or ε, a one-item Alt)."""
+    from gramopt.grammar import Alt, Epsilon, Literal, Ref, Repeat, Seq, transform
+    from gramopt.transforms.cleanup.equivalent_rules import _unfold
+    closed = {"h": Repeat(Literal(" "), 0, None), "d": Seq((Literal("a"), Literal("b")))}
+
+    def sub(e):
+        return closed.get(e.name, e) if isinstance(e, Ref) else e
+
+    cases = [
+        Seq((Ref("x"), Ref("h"), Literal("c"))),
+        Alt((Ref("d"), Seq((Ref("h"), Ref("d"))), Epsilon())),
+        Seq((Seq((Literal("a"), Ref("d"))), Epsilon(), Ref("x"))),
+        Alt((Alt((Ref("h"), Ref("y"))), Repeat(Ref("d"), 1, 3))),
+        Seq((Epsilon(), Ref("d"))),
+        Alt((Ref("x"),)),
+        Repeat(Seq((Ref("y"), Ref("x"))), 0, 2),
+    ]
+    for e in cases:
+        want = transform(e, sub)
+        got = _unfold(e, closed)
+        assert got == want and type(got) is type(want)
+        assert (got is e) == (want is e)
