@@ -99,7 +99,9 @@ def main(argv=None) -> int:
     print(f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, load average {os.getloadavg()[0]:.2f}")
     for target in args.targets.split(","):
         tr = [r for r in rows if r["target"] == target]
-        _print_stages(target, tr, args.top)
+        for k, tree in enumerate(trees):
+            label = tree if len(trees) == 1 else f"{('before', 'after')[k]}: {tree}"
+            _print_stages(target, tr, args.top, k, label)
         if len(trees) == 2:
             _print_compare(target, tr, args.top)
     if args.json:
@@ -107,11 +109,11 @@ def main(argv=None) -> int:
     return 0
 
 
-def _print_stages(target: str, rows: list, top: int) -> None:
-    last = [(r["name"], r["runs"][-1]) for r in rows]
+def _print_stages(target: str, rows: list, top: int, k: int, label: str) -> None:
+    last = [(r["name"], r["runs"][k]) for r in rows]
     stages = sorted({s for _, run in last for s in run["stages"]}, key=lambda s: (s == "other", s))
-    print(f"\n## target {target}: {len(last)} items, {sum(r['total'] for _, r in last):.1f} s in all"
-          f" (tree {'after' if len(rows[0]['runs']) > 1 else 'this'})\n")
+    print(f"\n## target {target}, {label}: {len(last)} items, {sum(r['total'] for _, r in last):.1f} s in all,"
+          f" the {top} slowest with their stages (s)\n")
     short = {s: s.replace("pass ", "") for s in stages}
     print("| item | total s | " + " | ".join(short[s] for s in stages) + " |")
     print("|---|---:|" + "---:|" * len(stages))
