@@ -19,6 +19,15 @@ linear in the input. Without the cap a rule that *became* a leaf (its callees in
 inlined again, a non-recursive subgrammar unfolded into one tree: NLTK's commandtalk went
 from κ 94,754 to 5,728,392 in 100 s before the budget stopped it.
 
+The κ change of a trial is counted, not measured by rewriting every user (``uses_in``,
+``inline_delta``): κ is affine in the symbols and helper states of each reference's place,
+so replacing every ``Ref(B)`` in a body changes its κ by Σ weight·(symbols(B) − 1) +
+helpers(B) over the occurrences, less ``SPLICE_SAVING`` where an alternation is spliced
+into an alternation. The figure equals the rewrite's (tests/test_inline_cost.py checks it
+against the rewrite, and the whole pass against one that rewrites every user); where the
+counts cannot say (a body the smart constructors would reshape, an ε body) the user is
+rewritten and counted as before. The users are rewritten only when B is inlined.
+
 The pass has a work budget (``Budget``: κ of the bodies it rewrites); when spent it stops
 and keeps what it inlined so far.
 
@@ -30,11 +39,12 @@ are worth a name.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
-from ..costmodels.kappa import rule_kappa
-from ..grammar import MAX_PASS_DEPTH, Grammar, Ref, Rule, depth, refs, transform
+from ..costmodels.kappa import HELPER, expr_syms, rule_kappa
+from ..grammar import (MAX_PASS_DEPTH, Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, depth, refs,
+                       transform)
 
 
 def is_leaf(rule: Rule) -> bool:
@@ -45,10 +55,6 @@ def is_leaf(rule: Rule) -> bool:
 
 
 ALWAYS_MAX_KAPPA = 128  # the corpus's largest original shared leaf: llama.cpp's schema `space`, 127
-
-
-def _self_recursive(rule: Rule) -> bool:
-    return rule.name in refs(rule.body)
 
 
 class Budget:
@@ -86,16 +92,104 @@ def inline_rules(grammar: Grammar, always: Callable[[Rule], bool] | None = None,
     return grammar, inlined
 
 
-def _depth(known: dict[str, int], name: str, rule: Rule) -> int:
-    """``depth(rule.body)``, remembered in ``known`` under ``name``."""
-    d = known.get(name)
-    if d is None:
-        d = known[name] = depth(rule.body)
-    return d
+SPLICE_SAVING = HELPER + 2
+"""κ an alternation body saves where it is spliced into an alternation (``a | B`` with
+``B ::= b | c`` gives ``a | b | c``): the nested helper's entry and exit states and the
+production slot ``… → N`` it would have taken (one symbol, one end state)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Uses:
+    """What the κ of a rule body owes to its references (``uses_in``): per referenced
+    name, ``[weight, count, spliced]`` — the sum over its occurrences of ∂κ/∂(symbols put
+    there), how many occurrences, and how many sit where an alternation would be spliced
+    in (an alternative of an ``Alt``, or the whole body). ``depth`` is the body's
+    ``depth``; ``normal`` says the body is as the smart constructors build it (no ``Seq``
+    holding a ``Seq`` or ε, no ``Alt`` holding an ``Alt``, every one of at least two items
+    in a tuple), the condition under which ``transform`` rebuilds nothing but the paths to
+    the references it replaces."""
+
+    body: Expr
+    refs: dict[str, list[int]]
+    depth: int
+    normal: bool
+
+
+def uses_in(body: Expr) -> Uses:
+    """``Uses`` of ``body``, in one walk. The weights follow the κ table
+    (``costmodels.kappa``): κ is affine in the (symbols, helper states) of every node, a
+    node's helper states count once whatever its context, and its symbols with a weight
+    set by its ancestors up to the nearest alternation or the top (weight 1 there: every
+    alternative is a production): the same through a sequence, ``lo`` times through
+    ``x{lo}``, ``lo`` + k times through ``x{lo,lo+k}``, ``lo`` − 1 times plus 2 through
+    ``x{lo,}`` (lo ≥ 1), and once through ``x*`` (in its helper's production)."""
+    refs_: dict[str, list[int]] = {}
+    normal, deepest = True, 0
+    stack: list[tuple[Expr, int, bool, int]] = [(body, 1, True, 1)]
+    while stack:
+        node, weight, spliced, d = stack.pop()
+        if d > deepest:
+            deepest = d
+        if isinstance(node, Ref):
+            u = refs_.get(node.name)
+            if u is None:
+                refs_[node.name] = [weight, 1, int(spliced)]
+            else:
+                u[0] += weight
+                u[1] += 1
+                u[2] += spliced
+        elif isinstance(node, Seq):
+            items = node.items
+            if type(items) is not tuple or len(items) < 2:
+                normal = False
+            for i in items:
+                if isinstance(i, (Seq, Epsilon)):
+                    normal = False
+                stack.append((i, weight, False, d + 1))
+        elif isinstance(node, Alt):
+            items = node.items
+            if type(items) is not tuple or len(items) < 2:
+                normal = False
+            for i in items:
+                if isinstance(i, Alt):
+                    normal = False
+                stack.append((i, 1, True, d + 1))
+        elif isinstance(node, Repeat):
+            lo, hi = node.min, node.max
+            if hi is None:
+                w = 1 if lo == 0 else weight * (lo - 1) + 2
+            else:
+                w = weight * lo + (hi - lo)
+            stack.append((node.item, w, False, d + 1))
+    return Uses(body, refs_, deepest, normal)
+
+
+def inline_delta(uses: Uses, name: str, body: Expr, syms: tuple[int, int]) -> int | None:
+    """κ(the body of ``uses`` with every ``Ref(name)`` replaced by ``body``, as ``transform``
+    rebuilds it) − κ(as it is), computed from the counts alone: each occurrence changes the
+    symbols of its place from 1 to those of ``body`` (times its weight) and adds ``body``'s
+    helper states (``syms``: ``expr_syms(body)``), less ``SPLICE_SAVING`` where an
+    alternation body is spliced in. None
+    where the figure is not exact: a body that is not ``normal`` (``transform`` would
+    reshape more than the references' places), or an ε ``body`` (dropping it from a
+    sequence can leave a lone alternation that its parent splices)."""
+    if not uses.normal or isinstance(body, Epsilon):
+        return None
+    u = uses.refs.get(name)
+    if u is None:
+        return 0
+    weight, count, spliced = u
+    n, h = syms
+    return weight * (n - 1) + count * h - (spliced * SPLICE_SAVING if isinstance(body, Alt) else 0)
 
 
 def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
                   budget: Budget) -> tuple[Grammar, list[str]]:
+    """One pass over the rules in order. A candidate's trial costs one look-up per user
+    (``inline_delta`` on each user's ``Uses``, remembered until that user changes); the
+    users are rewritten only when it is inlined (or, rarely, to measure an exact depth or
+    a κ the counts do not give)."""
+    lark = grammar.dialect == "lark"
     pinned = {grammar.start} | {a for d in grammar.directives for a in d.args}
     for r in grammar.rules:
         if r.lookahead is not None:
@@ -109,10 +203,17 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
     for n, r in rules.items():
         for m in refs(r.body):
             users_of.setdefault(m, {})[n] = None
-    deep: dict[str, int] = {}  # depth of the current body of a rule, when known
+    known: dict[str, Uses] = {}  # uses_in of a rule's current body
+
+    def uses(n: str) -> Uses:
+        hit = known.get(n)
+        if hit is None or hit.body is not rules[n].body:
+            hit = known[n] = uses_in(rules[n].body)
+        return hit
+
     inlined: list[str] = []
     for name in list(rules):
-        if name in pinned or name not in rules or _self_recursive(rules[name]):
+        if name in pinned or name not in rules or name in uses(name).refs:  # (self-recursive)
             continue
         body = rules[name].body
         users = [u for u in list(users_of.get(name, ())) if u in rules and u != name]
@@ -124,22 +225,31 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
                 return body
             return e
 
-        new = {}
+        new: dict[str, Rule] = {}  # users rewritten so far
+
+        def rewritten(u: str) -> Rule:
+            r = new.get(u)
+            if r is None:
+                r = new[u] = replace(rules[u], body=transform(rules[u].body, sub))
+            return r
+
+        deltas, syms = {}, expr_syms(body, lark)
         for u in users:
-            b = transform(rules[u].body, sub)
-            new[u] = replace(rules[u], body=b)
+            d = inline_delta(uses(u), name, body, syms)
+            deltas[u] = rule_kappa(rewritten(u), grammar.dialect) - kap[u] if d is None else d
         # a reference at depth d replaced by a body of depth k nests at most d + k - 1 deep:
         # the exact depth is needed only where that bound is over the limit
-        if any(_depth(deep, u, rules[u]) + _depth(deep, name, rules[name]) - 1 > MAX_PASS_DEPTH
-               and depth(r.body) > MAX_PASS_DEPTH for u, r in new.items()):
+        k = uses(name).depth
+        if any(uses(u).depth + k - 1 > MAX_PASS_DEPTH and depth(rewritten(u).body) > MAX_PASS_DEPTH
+               for u in users):
             continue
-        delta = sum(rule_kappa(r, grammar.dialect) - kap[u] for u, r in new.items()) - kap[name]
+        delta = sum(deltas.values()) - kap[name]
         if delta <= 0 or (always is not None and kap[name] <= ALWAYS_MAX_KAPPA and always(rules[name])):
-            for u, r in new.items():
-                rules[u] = r
-                kap[u] = rule_kappa(r, grammar.dialect)
-                deep.pop(u, None)
-                for m in refs(body):  # u now uses what the inlined body used
+            used = uses(name).refs  # each user now uses what the inlined body used
+            for u in users:
+                rules[u] = rewritten(u)
+                kap[u] += deltas[u]
+                for m in used:
                     users_of.setdefault(m, {})[u] = None
             del rules[name]
             inlined.append(name)
