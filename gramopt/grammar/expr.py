@@ -30,12 +30,34 @@ MAX_CODE_POINT = 0x10FFFF
 
 
 class Expr:
-    """Base of all expression nodes."""
+    """Base of all expression nodes. ``_hash`` holds a composite node's hash once computed
+    (``_remembers_hash``); it is no field: not compared, not pickled."""
 
-    __slots__ = ()
+    __slots__ = ("_hash",)
 
     def children(self) -> tuple["Expr", ...]:
         return ()
+
+
+def _remembers_hash(cls):
+    """``cls`` with its dataclass hash computed once per node and kept in ``_hash``: the
+    same value (a hash of the fields, the children's hashes remembered in turn), so a
+    composite's hash costs its size once rather than at every dict or set look-up (the
+    clean-ups' memos and de-duplications hash whole rule bodies). Sound because nodes are
+    immutable; the slot is not pickled (a ``str`` hash differs between processes), so a
+    node from another process computes its own."""
+    fields_hash = cls.__hash__
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            h = fields_hash(self)
+            object.__setattr__(self, "_hash", h)
+            return h
+
+    cls.__hash__ = __hash__
+    return cls
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +74,7 @@ class Literal(Expr):
             raise ValueError("empty Literal: use Epsilon()")
 
 
+@_remembers_hash
 @dataclass(frozen=True, slots=True)
 class CharClass(Expr):
     """One code point from ``ranges`` (sorted, disjoint, non-adjacent, inclusive) or,
@@ -86,6 +109,7 @@ class Ref(Expr):
     name: str
 
 
+@_remembers_hash
 @dataclass(frozen=True, slots=True)
 class Seq(Expr):
     items: tuple[Expr, ...]
@@ -94,6 +118,7 @@ class Seq(Expr):
         return self.items
 
 
+@_remembers_hash
 @dataclass(frozen=True, slots=True)
 class Alt(Expr):
     items: tuple[Expr, ...]
@@ -102,6 +127,7 @@ class Alt(Expr):
         return self.items
 
 
+@_remembers_hash
 @dataclass(frozen=True, slots=True)
 class Repeat(Expr):
     item: Expr
@@ -226,17 +252,11 @@ def transform(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
     would rebuild equal (at least two children in a tuple, none it would splice or drop),
     is passed to ``fn`` as it is: the same value, without a copy."""
     if isinstance(expr, Seq):
-        old = expr.items
-        new = tuple([transform(i, fn) for i in old])
-        if new == old and len(old) > 1 and type(old) is tuple and not _splices(old, _SEQ_SPLICED):
-            return fn(expr)
-        return fn(seq(*new))
+        new = [transform(i, fn) for i in expr.items]
+        return fn(expr if rebuilds_as_is(expr, new) else seq(*new))
     if isinstance(expr, Alt):
-        old = expr.items
-        new = tuple([transform(i, fn) for i in old])
-        if new == old and len(old) > 1 and type(old) is tuple and not _splices(old, Alt):
-            return fn(expr)
-        return fn(alt(*new))
+        new = [transform(i, fn) for i in expr.items]
+        return fn(expr if rebuilds_as_is(expr, new) else alt(*new))
     if isinstance(expr, Repeat):
         item = transform(expr.item, fn)
         return fn(expr if item is expr.item else Repeat(item, expr.min, expr.max))
@@ -244,6 +264,19 @@ def transform(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
 
 
 _SEQ_SPLICED = (Seq, Epsilon)
+
+
+def rebuilds_as_is(e: Seq | Alt, items) -> bool:
+    """Whether ``seq(*items)`` (``alt``, for an ``Alt``) equals ``e``: items equal to its
+    own, at least two in a tuple, none the constructor would splice or drop. A rewrite that
+    finds so keeps ``e`` (no copy, and a later equality test is an identity check)."""
+    old = e.items
+    if len(items) != len(old) or len(old) < 2 or type(old) is not tuple:
+        return False
+    for a, b in zip(items, old):
+        if a is not b and a != b:
+            return False
+    return not _splices(old, _SEQ_SPLICED if isinstance(e, Seq) else Alt)
 
 
 def _splices(items: tuple, kinds) -> bool:

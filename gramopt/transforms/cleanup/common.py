@@ -84,7 +84,9 @@ def safe_nullable(grammar: Grammar) -> dict[str, set[str]]:
     nullable = nullable_rules(grammar)
     graph = {r.name: set(refs(r.body)) for r in grammar.rules}
     reach: dict[str, set[str]] = {}
-    for name in graph:
+    for name in nullable:  # (only a nullable rule's reach is read below)
+        if name not in graph:
+            continue
         seen: set[str] = set()
         stack = list(graph[name])
         while stack:

@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Callable
 
 from ...costmodels.kappa import expr_syms, rule_kappa
-from ...grammar import MAX_PASS_DEPTH, Alt, Epsilon, Expr, Grammar, Literal, Repeat, Rule, Seq, alt, seq
+from ...grammar import MAX_PASS_DEPTH, Alt, Epsilon, Expr, Grammar, Literal, Repeat, Rule, Seq, alt, seq, walk
 from .common import fixpoint, has_aliases, map_rules
 
 MAX_TRIE_LEVELS = (MAX_PASS_DEPTH - 8) // 2  # each level nests a sequence and an alternation
@@ -171,25 +171,37 @@ def _rule(rule: Rule, dialect: str) -> Rule:
     return replace(rule, body=body)
 
 
-_MEMO: dict[tuple[Rule, str], Expr] = {}  # (rule, dialect) -> the body _rule gives; insertion order
-_MEMO_SIZE = 256
+_MEMO: dict[tuple[Rule, str], tuple[Expr, int]] = {}  # (rule, dialect) -> (the body _rule gives, nodes held)
+_MEMO_NODES = 1_000_000  # expression nodes the remembered rules and bodies may hold, together
+_memo_held = 0
 
 
 def _rule_memo(rule: Rule, dialect: str) -> Rule:
-    """``_rule`` remembered for the last ``_MEMO_SIZE`` rules: the pipeline runs this pass
-    again on its own output (its fixpoint, the clean-up rounds, the pipeline's fixpoint),
-    and a 50,000-word enum took a second per run. ``_rule`` is a pure function of the rule
-    and the dialect, so a remembered body is the body. Only the body is remembered: a rule's
-    comment and position are not part of its equality, so an equal rule of another grammar
-    (a batch worker's earlier item) must not lend them — that made batch output depend on
-    which worker took which grammar first."""
+    """``_rule`` remembered for the latest rules, up to ``_MEMO_NODES`` expression nodes
+    of rules and bodies (the newest always): the pipeline runs this pass again on its own
+    output (its fixpoint, the clean-up rounds, the pipeline's fixpoint), and a 50,000-word
+    enum took a second per run, a grammar of 2,000 large rules (NLTK's commandtalk after
+    inlining) seconds per round. ``_rule`` is a pure function of the rule and the dialect,
+    so a remembered body is the body. Only the body is remembered: a rule's comment and
+    position are not part of its equality, so an equal rule of another grammar (a batch
+    worker's earlier item) must not lend them — that made batch output depend on which
+    worker took which grammar first."""
+    global _memo_held
     key = (rule, dialect)
-    body = _MEMO.get(key)
-    if body is None:
-        body = _MEMO[key] = _rule(rule, dialect).body
-        while len(_MEMO) > _MEMO_SIZE:
-            del _MEMO[next(iter(_MEMO))]
+    hit = _MEMO.get(key)
+    if hit is None:
+        body = _rule(rule, dialect).body
+        held = _nodes(rule.body) + (0 if body is rule.body else _nodes(body))
+        hit = _MEMO[key] = (body, held)
+        _memo_held += held
+        while _memo_held > _MEMO_NODES and len(_MEMO) > 1:
+            _memo_held -= _MEMO.pop(next(iter(_MEMO)))[1]
+    body = hit[0]
     return rule if body == rule.body else replace(rule, body=body)
+
+
+def _nodes(e: Expr) -> int:
+    return sum(1 for _ in walk(e))
 
 
 def _factor_once(grammar: Grammar) -> Grammar:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...grammar import (Alt, CharClass, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt,
-                        seq)
+                        rebuilds_as_is, seq)
 from ...grammar.analysis import productive_rules
 from .common import alternatives, keep_alternatives
 
@@ -43,23 +43,34 @@ def prune(e: Expr, productive: set[str]) -> Expr | None:
         return e if e.code_points() else None
     if isinstance(e, Seq):
         items = [prune(i, productive) for i in e.items]
-        return None if any(i is None for i in items) else seq(*items)
+        if any(i is None for i in items):
+            return None
+        return e if rebuilds_as_is(e, items) else seq(*items)
     if isinstance(e, Alt):
         items = [i for i in (prune(i, productive) for i in e.items) if i is not None]
-        return alt(*items) if items else None
+        if not items:
+            return None
+        return e if rebuilds_as_is(e, items) else alt(*items)
     if isinstance(e, Repeat):
         item = prune(e.item, productive)
         if item is None:
             return Epsilon() if e.min == 0 else None
-        return Repeat(item, e.min, e.max)
+        return e if item is e.item else Repeat(item, e.min, e.max)
     return e
 
 
 def _prune_rule(rule: Rule, productive: set[str]) -> Rule:
-    items = [prune(a, productive) for a in alternatives(rule.body)]
+    """``rule`` pruned; ``rule`` itself when nothing in it is pruned (a body the smart
+    constructors keep as it is), so an unchanged grammar compares by identity."""
+    alts = alternatives(rule.body)
+    items = [prune(a, productive) for a in alts]
+    lookahead = None if rule.lookahead is None else prune(rule.lookahead, productive)
+    if (lookahead is rule.lookahead and all(i is a for i, a in zip(items, alts))
+            and (not isinstance(rule.body, Alt) or rebuilds_as_is(rule.body, items))):
+        return rule
     new = keep_alternatives(rule, items)
     if rule.lookahead is not None:
-        new = replace(new, lookahead=prune(rule.lookahead, productive))
+        new = replace(new, lookahead=lookahead)
     return new
 
 
