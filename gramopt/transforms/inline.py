@@ -199,17 +199,18 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
             pinned.add(r.name)
     rules = {r.name: r for r in grammar.rules}
     kap = {n: rule_kappa(r, grammar.dialect) for n, r in rules.items()}
-    users_of: dict[str, dict[str, None]] = {}
-    for n, r in rules.items():
-        for m in refs(r.body):
-            users_of.setdefault(m, {})[n] = None
-    known: dict[str, Uses] = {}  # uses_in of a rule's current body
+    known = {n: uses_in(r.body) for n, r in rules.items()}  # uses_in of a rule's current body
 
     def uses(n: str) -> Uses:
-        hit = known.get(n)
-        if hit is None or hit.body is not rules[n].body:
+        hit = known[n]
+        if hit.body is not rules[n].body:
             hit = known[n] = uses_in(rules[n].body)
         return hit
+
+    users_of: dict[str, dict[str, None]] = {}
+    for n in rules:
+        for m in known[n].refs:
+            users_of.setdefault(m, {})[n] = None
 
     inlined: list[str] = []
     for name in list(rules):

@@ -82,21 +82,29 @@ def safe_nullable(grammar: Grammar) -> dict[str, set[str]]:
     so the least fixpoint of the rule equations, hence L(G), is unchanged.
     """
     nullable = nullable_rules(grammar)
-    graph = {r.name: set(refs(r.body)) for r in grammar.rules}
+    bodies = grammar.bodies()
+    graph: dict[str, list[str]] = {}  # the references of the rules a nullable rule reaches
+
+    def refs_of(name: str) -> list[str]:
+        out = graph.get(name)
+        if out is None:
+            out = graph[name] = refs(bodies[name])
+        return out
+
     reach: dict[str, set[str]] = {}
     for name in nullable:  # (only a nullable rule's reach is read below)
-        if name not in graph:
+        if name not in bodies:
             continue
         seen: set[str] = set()
-        stack = list(graph[name])
+        stack = list(refs_of(name))
         while stack:
             n = stack.pop()
-            if n not in seen and n in graph:
+            if n not in seen and n in bodies:
                 seen.add(n)
-                stack.extend(graph[n])
+                stack.extend(refs_of(n))
         reach[name] = seen
     return {name: {b for b in nullable if b != name and name not in reach.get(b, ())}
-            for name in graph}
+            for name in bodies}
 
 
 def fixpoint(step: Callable[[Grammar], Grammar], grammar: Grammar, limit: int = 64) -> Grammar:
