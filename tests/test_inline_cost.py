@@ -48,7 +48,7 @@ def _rewrite_delta(user: Expr, name: str, body, dialect: str) -> int:
     return rule_kappa(replace(rule, body=transform(user, sub)), dialect) - rule_kappa(rule, dialect)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
 @given(exprs(4, raw=True), exprs(3, raw=True), st.sampled_from(NAMES), st.sampled_from(["ebnf", "lark"]))
 def test_counted_delta_is_the_rewrites_delta(user, body, name, dialect):
     uses = uses_in(user)

@@ -120,9 +120,9 @@ def uses_in(body: Expr) -> Uses:
     (``costmodels.kappa``): κ is affine in the (symbols, helper states) of every node, a
     node's helper states count once whatever its context, and its symbols with a weight
     set by its ancestors up to the nearest alternation or the top (weight 1 there: every
-    alternative is a production): the same through a sequence, ``lo`` times through
-    ``x{lo}``, ``lo`` + k times through ``x{lo,lo+k}``, ``lo`` − 1 times plus 2 through
-    ``x{lo,}`` (lo ≥ 1), and once through ``x*`` (in its helper's production)."""
+    alternative is a production). A sequence passes its own weight w to its items; ``x{lo}``
+    gives x the weight w·lo, ``x{lo,lo+k}`` w·lo + k (k helper productions hold x once
+    each), ``x{lo,}`` with lo ≥ 1 w·(lo − 1) + 2, ``x*`` 1 (its helper's production)."""
     refs_: dict[str, list[int]] = {}
     normal, deepest = True, 0
     stack: list[tuple[Expr, int, bool, int]] = [(body, 1, True, 1)]
@@ -169,10 +169,10 @@ def inline_delta(uses: Uses, name: str, body: Expr, syms: tuple[int, int]) -> in
     rebuilds it) − κ(as it is), computed from the counts alone: each occurrence changes the
     symbols of its place from 1 to those of ``body`` (times its weight) and adds ``body``'s
     helper states (``syms``: ``expr_syms(body)``), less ``SPLICE_SAVING`` where an
-    alternation body is spliced in. None
-    where the figure is not exact: a body that is not ``normal`` (``transform`` would
-    reshape more than the references' places), or an ε ``body`` (dropping it from a
-    sequence can leave a lone alternation that its parent splices)."""
+    alternation body is spliced in. None where the figure is not exact: a body that is not
+    ``normal`` (``transform`` would reshape more than the references' places), or an ε
+    ``body`` (dropping it from a sequence can leave a lone alternation that its parent
+    splices)."""
     if not uses.normal or isinstance(body, Epsilon):
         return None
     u = uses.refs.get(name)
