@@ -7,11 +7,13 @@ memo's node bound evicts without changing a result."""
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gramopt.grammar import Alt, CharClass, Epsilon, Grammar, Literal, Ref, Repeat, Rule, Seq, alt, rebuilds_as_is, refs, seq
 from gramopt.grammar.analysis import nullable_rules, productive_rules
+from gramopt.grammar.expr import UNHASHED
 from gramopt.transforms.cleanup import factoring
 from gramopt.transforms.cleanup.common import alternatives, keep_alternatives, safe_nullable
 from gramopt.transforms.cleanup.unproductive import _prune_rule, prune, remove_unproductive
@@ -25,8 +27,9 @@ def test_a_remembered_hash_is_the_fields_hash_and_stays_in_its_process():
     assert hash(e) == hash((e.items,)) and e._hash == hash(e)
     assert hash(Repeat(A, 1, None)) == hash((A, 1, None))
     copy = pickle.loads(pickle.dumps(e))
-    assert copy == e and not hasattr(copy, "_hash")  # recomputed where it lands
+    assert copy == e and copy._hash == UNHASHED  # recomputed where it lands
     assert hash(copy) == hash(e)
+    assert replace(e, items=e.items)._hash == UNHASHED and repr(e) == repr(copy)
     assert {e: 1}[alt(seq(A, Repeat(alt(B, Ref("x")), 0, None)), seq(C, Ref("y")))] == 1
 
 

@@ -22,7 +22,7 @@ parentheses, and a read → write → read round trip gives an equal IR.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterator
 
@@ -30,34 +30,43 @@ MAX_CODE_POINT = 0x10FFFF
 
 
 class Expr:
-    """Base of all expression nodes. ``_hash`` holds a composite node's hash once computed
-    (``_remembers_hash``); it is no field: not compared, not pickled."""
+    """Base of all expression nodes."""
 
-    __slots__ = ("_hash",)
+    __slots__ = ()
 
     def children(self) -> tuple["Expr", ...]:
         return ()
 
 
+UNHASHED = -1  # ``hash()`` never returns -1 (CPython maps it to -2)
+
+
 def _remembers_hash(cls):
-    """``cls`` with its dataclass hash computed once per node and kept in ``_hash``: the
-    same value (a hash of the fields, the children's hashes remembered in turn), so a
-    composite's hash costs its size once rather than at every dict or set look-up (the
-    clean-ups' memos and de-duplications hash whole rule bodies). Sound because nodes are
-    immutable; the slot is not pickled (a ``str`` hash differs between processes), so a
-    node from another process computes its own."""
-    fields_hash = cls.__hash__
+    """``cls`` (with a ``_hash`` field: ``UNHASHED``, not in ``__init__``, not compared) with
+    its dataclass hash computed once per node and kept in ``_hash``: the same value (a hash
+    of the compared fields, the children's hashes remembered in turn), so a composite's hash
+    costs its size once rather than at every dict or set look-up (the clean-ups' memos and
+    de-duplications hash whole rule bodies). Sound because nodes are immutable. An unpickled
+    (or copied) node starts ``UNHASHED``: a ``str`` hash differs between processes."""
+    fields_hash, set_fields = cls.__hash__, cls.__setstate__
 
     def __hash__(self) -> int:
-        try:
-            return self._hash
-        except AttributeError:
+        h = self._hash
+        if h == UNHASHED:
             h = fields_hash(self)
             object.__setattr__(self, "_hash", h)
-            return h
+        return h
 
-    cls.__hash__ = __hash__
+    def __setstate__(self, state) -> None:
+        set_fields(self, state)
+        object.__setattr__(self, "_hash", UNHASHED)
+
+    cls.__hash__, cls.__setstate__ = __hash__, __setstate__
     return cls
+
+
+def _hash_field():
+    return field(default=UNHASHED, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +91,7 @@ class CharClass(Expr):
 
     ranges: tuple[tuple[int, int], ...]
     negated: bool = False
+    _hash: int = _hash_field()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ranges", normalize_ranges(self.ranges))
@@ -113,6 +123,7 @@ class Ref(Expr):
 @dataclass(frozen=True, slots=True)
 class Seq(Expr):
     items: tuple[Expr, ...]
+    _hash: int = _hash_field()
 
     def children(self) -> tuple[Expr, ...]:
         return self.items
@@ -122,6 +133,7 @@ class Seq(Expr):
 @dataclass(frozen=True, slots=True)
 class Alt(Expr):
     items: tuple[Expr, ...]
+    _hash: int = _hash_field()
 
     def children(self) -> tuple[Expr, ...]:
         return self.items
@@ -133,6 +145,7 @@ class Repeat(Expr):
     item: Expr
     min: int = 0
     max: int | None = None
+    _hash: int = _hash_field()
 
     def __post_init__(self) -> None:
         if self.min < 0 or (self.max is not None and self.max < self.min):
