@@ -32,6 +32,7 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass
+from typing import Iterator
 
 from . import targets
 from .formats import EXTENSIONS, write_file
@@ -354,18 +355,85 @@ def _schedule(todo: list[Item], options: dict, workers: int, scheduler: str | No
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
     n = max(1, min(workers or os.cpu_count() or 1, len(todo)))
     # spawn, not fork: egglog and numba start threads, and a forked child can deadlock on their locks
     pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_worker_init)
+    done: set[str] = set()
     try:
-        futures = [pool.submit(optimize_item, asdict(it), options, cache_dir) for it in todo]
+        futures = {pool.submit(optimize_item, asdict(it), options, cache_dir): it for it in todo}
         for fut in as_completed(futures):
+            if fut.exception() is not None and isinstance(fut.exception(), BrokenProcessPool):
+                break  # a worker died (killed: out of memory, a signal); the pool is gone
+            done.add(futures[fut].name)
             yield fut.result()
     except BaseException:
         _stop_workers(pool)  # Ctrl-C or a safety limit: no worker goes on after the client stops
         raise
     pool.shutdown(wait=True)
+    rest = [it for it in todo if it.name not in done]
+    if rest:
+        print(f"gramopt: a worker process died; the {len(rest)} item(s) it may have held are run again, "
+              "one process each", file=sys.stderr)
+        yield from _one_process_each(rest, options, n, cache_dir)
+
+
+def _one_process_each(todo: list[Item], options: dict, n: int, cache_dir) -> Iterator[dict]:
+    """Results of ``todo``, each item in a process of its own (at most ``n`` at a time), after
+    a worker died: an item whose process dies again fails alone, with the signal that ended
+    it, and the others complete (a pool loses every item it holds when one worker dies)."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+    ctx = multiprocessing.get_context("spawn")
+    queue, running = list(reversed(todo)), {}  # our end of its pipe → (process, item)
+    try:
+        while queue or running:
+            while queue and len(running) < n:
+                it = queue.pop()
+                conn, theirs = ctx.Pipe()
+                proc = ctx.Process(target=_run_one, args=(theirs,), daemon=True)
+                proc.start()
+                theirs.close()  # the child holds the only other end: EOF or EPIPE once it ends
+                try:  # the item goes down the pipe, not in start()'s arguments: a child that dies
+                    conn.send((asdict(it), options, cache_dir))  # before reading those hangs start()
+                except OSError:
+                    pass  # it died already: its EOF is read below
+                running[conn] = (proc, it)
+            for conn in wait(list(running)):
+                proc, it = running.pop(conn)
+                try:
+                    result = conn.recv()
+                except EOFError:  # it ended without an answer
+                    result = None
+                conn.close()
+                proc.join()
+                yield result if result is not None else _died(it, proc.exitcode)
+    except BaseException:
+        for proc, _ in running.values():
+            proc.terminate()
+        for proc, _ in running.values():
+            proc.join(timeout=5)
+        raise
+
+
+def _run_one(conn) -> None:
+    """A process of its own for one item (``_one_process_each``): the item up ``conn``, its
+    result down it."""
+    _worker_init()
+    item, options, cache_dir = conn.recv()
+    conn.send(optimize_item(item, options, cache_dir))
+    conn.close()
+
+
+def _died(it: Item, exitcode: int | None) -> dict:
+    """An item whose process ended without a result: a failure naming the signal."""
+    import signal
+    how = f"was killed by {signal.Signals(-exitcode).name}" if exitcode and exitcode < 0 else \
+        f"ended with status {exitcode}"
+    hint = " (out of memory? --max-memory bounds each worker)" if exitcode == -signal.SIGKILL else ""
+    return {"name": it.name, "code": EXIT_USAGE, "message": f"{it.name}: error: its worker process {how}{hint}",
+            "seconds": 0.0, "text": None, "cached": False}
 
 
 def _worker_init() -> None:

@@ -127,3 +127,63 @@ def test_a_worker_holds_itself_to_max_memory():
     small, big = json.loads(p.stdout.strip().splitlines()[-1])
     assert small["code"] == 2 and "stopped at --max-memory 1M" in small["message"] and small["text"] is None
     assert big["code"] == 0 and big["text"]
+
+
+def _workers(pid: int) -> list[int]:
+    """Spawned worker processes whose parent is ``pid`` (not multiprocessing's resource tracker)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (d / "cmdline").read_bytes().decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and "spawn_main" in cmd and "resource_tracker" not in cmd:
+            out.append(int(d.name))
+    return out
+
+
+def _kill_a_worker(pid: int, not_these: set[int], deadline: float) -> int:
+    while time.monotonic() < deadline:
+        fresh = [w for w in _workers(pid) if w not in not_these]
+        if fresh:
+            os.kill(fresh[0], signal.SIGKILL)
+            return fresh[0]
+        time.sleep(0.05)
+    raise AssertionError("no worker process appeared")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds worker processes through /proc")
+def test_a_killed_worker_fails_its_item_alone(tmp_path):
+    """A worker killed (the kernel's out-of-memory killer, a signal) used to break the whole
+    pool: every item after it was lost. Now the items it may have held run again, one process
+    each; the item whose process is killed again fails alone, naming the signal."""
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    (src / "a0.gbnf").write_text('root ::= "a" | "b"\n', encoding="utf-8")
+    words = " | ".join(f'"w{k}x{k * 7919 % 10007}"' for k in range(20000))
+    (src / "b.gbnf").write_text(f"root ::= {words}\n", encoding="utf-8")  # seconds in factoring
+    for k in range(2):
+        (src / f"c{k}.gbnf").write_text(f'root ::= "c{k}" | "d"\n', encoding="utf-8")
+    p = subprocess.Popen([sys.executable, "-m", "gramopt.cli", "optimize", str(src), "-o", str(out), "-j", "1",
+                          "--target", "generic"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "a0.gbnf").exists() and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        assert (out / "a0.gbnf").exists()
+        first = _kill_a_worker(p.pid, set(), deadline)  # the pool's worker, busy with b
+        _kill_a_worker(p.pid, {first}, deadline)  # b's own process: b fails for good
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 2, err
+    assert "b.gbnf: error: its worker process was killed by SIGKILL (out of memory?" in err
+    assert "a worker process died; the 3 item(s) it may have held are run again, one process each" in err
+    assert sorted(q.name for q in out.glob("*.gbnf")) == ["a0.gbnf", "c0.gbnf", "c1.gbnf"]
+    assert "Traceback" not in err
