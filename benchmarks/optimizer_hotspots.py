@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     ap.add_argument("--targets", default="xgrammar,generic")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--top", type=int, default=15)
-    ap.add_argument("--only", default=None, help="items whose name contains this")
+    ap.add_argument("--only", default=None, help="items whose name contains one of these (comma-separated)")
     ap.add_argument("--fast", action="store_true", help="the per-request mode (optimize --fast)")
     ap.add_argument("--trees", default=None, help="BEFORE:AFTER checkouts to compare side by side")
     ap.add_argument("--json", default=None)
@@ -84,8 +84,9 @@ def main(argv=None) -> int:
     rows = []
     ctx = mp.get_context("spawn")
     for target in args.targets.split(","):
+        only = args.only.split(",") if args.only else None
         items = [i for i in batch_items(args.corpus, "/nonexistent-out", target=target)
-                 if args.only is None or args.only in i.name]
+                 if only is None or any(o in i.name for o in only)]
         options = {"target": target, "verify": True, "fast": args.fast}
         with cf.ProcessPoolExecutor(args.jobs, mp_context=ctx, max_tasks_per_child=1) as pool:
             futs = [(it.name, [pool.submit(_time_item, tree, it.__dict__, options) for tree in trees])
