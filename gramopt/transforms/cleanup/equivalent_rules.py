@@ -76,9 +76,8 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import islice
 
-from ...grammar import (Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, refs, rename_refs, seq,
-                        walk)
-from ...grammar.expr import _SEQ_SPLICED, _splices
+from ...grammar import (Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, rebuilds_as_is, refs, rename_refs,
+                        seq, walk)
 from ...grammar.analysis import _cyclic
 from .common import is_lark
 
@@ -198,12 +197,10 @@ def _unfold(e: Expr, closed: dict[str, Expr]) -> Expr:
     if isinstance(e, Ref):
         return closed.get(e.name, e)
     if isinstance(e, (Seq, Alt)):
-        old = e.items
-        new = tuple([_unfold(i, closed) for i in old])
-        is_seq = isinstance(e, Seq)
-        if new == old and len(old) > 1 and type(old) is tuple and not _splices(old, _SEQ_SPLICED if is_seq else Alt):
+        new = [_unfold(i, closed) for i in e.items]
+        if rebuilds_as_is(e, new):
             return e
-        out = seq(*new) if is_seq else alt(*new)
+        out = seq(*new) if isinstance(e, Seq) else alt(*new)
         return closed.get(out.name, out) if isinstance(out, Ref) else out
     if isinstance(e, Repeat):
         item = _unfold(e.item, closed)
