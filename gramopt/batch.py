@@ -364,7 +364,7 @@ def _schedule(todo: list[Item], options: dict, workers: int, scheduler: str | No
     try:
         futures = {pool.submit(optimize_item, asdict(it), options, cache_dir): it for it in todo}
         for fut in as_completed(futures):
-            if fut.exception() is not None and isinstance(fut.exception(), BrokenProcessPool):
+            if isinstance(fut.exception(), BrokenProcessPool):
                 break  # a worker died (killed: out of memory, a signal); the pool is gone
             done.add(futures[fut].name)
             yield fut.result()
