@@ -1,0 +1,443 @@
+"""Value by default on data outside the corpus: JSONSchemaBench schemas, every target, in each engine.
+
+    python benchmarks/jsonschemabench_bench.py                       # the vendored sample, defaults
+    python benchmarks/jsonschemabench_bench.py --limit 40 --every 3  # every 3rd schema, the first 40 of those
+    python benchmarks/jsonschemabench_bench.py --runs portable@xgrammar,xgrammar@xgrammar,xgrammar@llama.cpp
+    python benchmarks/jsonschemabench_bench.py --engines xgrammar,llguidance,llama.cpp --out DIR
+    python benchmarks/jsonschemabench_bench.py --summary DIR/rows.jsonl  # the tables again, from the rows
+
+Data: ``benchmarks/data/jsonschemabench/`` (443 schemas the optimizer was not tuned on, each with
+valid and invalid test instances; ``--data`` for another folder of JSONSchemaBench files).
+
+A *run* is ``TARGET@FORM``: the schema converted by FORM's converter (``xgrammar``: xgrammar's
+``Grammar.from_json_schema``, EBNF; ``llama.cpp``: llama-cpp-python's ``json_schema_to_gbnf``,
+GBNF), written to a file, then ``gramopt optimize FILE -o OUT --target TARGET`` — the command a
+user runs, one process per item, defaults otherwise (full verification). Per item: exit code,
+wall and CPU seconds and peak RSS of that process (``os.wait4``), rules before and after.
+
+Then, in this process, with the Qwen vocabulary (151,644 tokens), for every engine that loads the
+input (the converter's own text; GBNF made loadable for xgrammar by gramopt's EBNF writer, EBNF
+given to llguidance / llama.cpp as gramopt's GBNF when their readers refuse it): the input, a
+second compile of the input (the A/A control) and the output are stepped *interleaved* along every
+test instance (``json.dumps``, Qwen-tokenized, cut at ``--max-tokens``; invalid instances too, up
+to the first token the input rejects): at each step the three fill their masks in a rotating order,
+each timed; the masks of input and output are compared bit for bit at every step, and so are the
+A/A pair's. Timing is robust to a shared machine as in ``safe_target_bench.py``: per step the
+minimum over ``--repeats`` runs (CPU time where a step takes >= 100 us). An output whose bytes are
+the input's (identical) is not timed: the same text compiles to the same matcher.
+
+Verdict of an instance in an engine: every token accepted and the stop token allowed at the end.
+Before vs after must agree on every instance, valid and invalid; the instance's own label (valid /
+invalid) is reported beside it (engines differ from the schema where the converter ignores a
+keyword).
+
+Ratio = input time / output time per schema (> 1: the output is faster); the A/A ratio is
+input / second input. "Slower beyond noise" = ratio at p95 < 0.9 and below the A/A ratio's
+distance from 1. Results: ``rows.jsonl`` (one row per item and engine, everything measured) and
+``table.md`` under ``--out``; ``--summary`` recomputes the tables from a rows file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "data", "jsonschemabench")
+RUNS = ("portable@xgrammar", "xgrammar@xgrammar", "xgrammar@llama.cpp", "llama.cpp@llama.cpp",
+        "llguidance@llama.cpp")
+LONG = 100e-6
+SLOW = 0.9
+
+
+# ---------------------------------------------------------------- phase 1: optimize (one process per item)
+
+
+def convert(schema_path: str, form: str, work: str) -> tuple[str | None, str]:
+    """(path of the converter's grammar, or None; why not) for ``form``'s converter."""
+    from gramopt.engines.jsonschema import WRITES, convert_text, load_schemas
+    from gramopt.grammar import GrammarError
+    name = os.path.basename(schema_path)[:-5]
+    out = os.path.join(work, f"{name}.{form}.{WRITES[form]}")
+    if os.path.exists(out):
+        return out, ""
+    try:
+        text, _ = convert_text(load_schemas(schema_path)[0], form)
+    except GrammarError as e:
+        return None, str(e).splitlines()[0][:160]
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(text)
+    return out, ""
+
+
+def optimize_item(src: str, target: str, work: str, timeout: int) -> dict:
+    """``gramopt optimize src -o OUT --target target`` in its own process: exit code, wall / CPU
+    seconds and peak RSS (MB) of that process (``os.wait4``), the output's path and the last
+    line of its stderr; killed after ``timeout`` seconds."""
+    ext = "ebnf" if target == "xgrammar" or src.endswith(".ebnf") else "gbnf"
+    out = os.path.join(work, f"{os.path.basename(src)}.{target}.{ext}")
+    cmd = [sys.executable, "-m", "gramopt", "optimize", src, "-o", out, "--target", target]
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        timer = threading.Timer(timeout, p.kill)
+        timer.start()
+        _, status, ru = os.wait4(p.pid, 0)  # this child's own rusage: its CPU time and peak RSS
+        timer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        err.seek(0)
+        lines = [x for x in err.read().decode("utf-8", "replace").splitlines() if x.strip()]
+    rc = p.returncode if wall < timeout else "timeout"
+    return {"rc": rc, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
+            "out": out if rc == 0 else None, "stderr": lines[-1][:200] if lines else ""}
+
+
+# ---------------------------------------------------------------- phase 2: the engines
+
+
+class Loader:
+    """Each engine's compiled form of a grammar text (the text as the user would hand it over)."""
+
+    def __init__(self, env):
+        from gramopt.engines import ENGINES
+        self.env = env
+        self.adapters = {}
+        for name in ("xgrammar", "llguidance", "llama.cpp"):
+            eng = ENGINES[name](env)
+            if eng.missing is None:
+                eng.prepare()
+                self.adapters[name] = eng
+
+    def load(self, engine: str, text: str, dialect: str):
+        """(compiled, how): the engine's compiled grammar; raises EngineError when refused."""
+        from gramopt.engines import EngineError
+        from gramopt.formats import parse, write
+        eng = self.adapters[engine]
+        if engine == "xgrammar":
+            from gramopt.engines.xgrammar import _compile_text
+            how = "as written" if dialect == "ebnf" else "GBNF as gramopt's EBNF"
+            src = text if dialect == "ebnf" else write(parse(text, dialect), "ebnf")
+            try:
+                return _compile_text(src, self.env.vocab), how
+            except Exception as e:  # noqa: BLE001
+                raise EngineError(f"xgrammar: {str(e).splitlines()[0][:120]}") from None
+        if engine == "llguidance":
+            import llguidance as llg
+            tries = [(text, "as written")] if dialect == "gbnf" else []
+            tries.append((write(parse(text, dialect), "gbnf"), "as gramopt's GBNF"))
+            why = ""
+            for src, how in tries:
+                m = llg.LLMatcher(eng._tok(), llg.grammar_from("gbnf", src), log_level=0)
+                if not m.is_error():
+                    return m, how
+                why = m.get_error().strip().splitlines()[0][:120]
+            raise EngineError(f"llguidance: {why}")
+        from gramopt.engines.llamacpp import LlamaCppError, LlamaGrammar
+        src = text if dialect == "gbnf" else write(parse(text, dialect), "gbnf")
+        try:
+            return LlamaGrammar.compile(src, self.env.vocab), "as written" if dialect == "gbnf" else "as gramopt's GBNF"
+        except LlamaCppError as e:
+            raise EngineError(str(e)) from None
+
+    def matcher(self, engine: str, compiled):
+        eng = self.adapters[engine]
+        return eng.matcher(compiled.deep_copy() if hasattr(compiled, "deep_copy") else compiled)
+
+
+def _fill(m, buf, cpu):
+    c = time.thread_time_ns()
+    m.fill(buf)
+    cpu.append((time.thread_time_ns() - c) * 1e-9)
+
+
+def step(loader, engine, forms, toks, eos, repeats):
+    """Step the compiled ``forms`` (input, A/A copy, output) along ``toks``: per form the per-step
+    seconds (minimum over the repeats), the first step where the output's / the copy's mask differs
+    from the input's, and each form's verdict (every token accepted and, when ``eos`` is given,
+    the stop token allowed at the end)."""
+    n = len(loader.env.vocab)
+    words = (n + 31) // 32
+    best = None
+    diff = {"output": None, "copy": None}
+    verdict = None
+    for run in range(repeats + 1):
+        ms = [loader.matcher(engine, c) for c in forms]
+        bufs = [np.zeros(words, np.int32) for _ in forms]
+        cpus = [[] for _ in forms]
+        for m in ms:  # an untimed first mask (lazy automata), then reset the records
+            m.fill(bufs[0])
+            m.fill_s.clear()
+        alive = [True] * len(forms)
+        steps = list(toks) + ([eos] if eos is not None else [])
+        for i, t in enumerate(steps):
+            order = [(k + i + run) % len(forms) for k in range(len(forms))]
+            for k in order:
+                if alive[k]:
+                    _fill(ms[k], bufs[k], cpus[k])
+            if run == 0:
+                for key, k in (("output", 2), ("copy", 1)):
+                    if diff[key] is None and alive[0] and alive[k] and not np.array_equal(bufs[0], bufs[k]):
+                        diff[key] = i
+            if t == eos and i == len(steps) - 1:
+                for k in range(len(forms)):
+                    alive[k] = alive[k] and bool((bufs[k][t // 32] >> (t % 32)) & 1)
+                break
+            for k in range(len(forms)):
+                if alive[k]:
+                    alive[k] = bool((bufs[k][t // 32] >> (t % 32)) & 1) and ms[k].accept(t)
+            if not alive[0]:
+                break
+        if run == 0:
+            verdict = list(alive)
+            if repeats == 0:
+                break
+            continue
+        k = min(len(m.fill_s) for m in ms)
+        now = [(np.array(m.fill_s[:k]), np.array(c[:k])) for m, c in zip(ms, cpus)]
+        best = now if best is None else [(np.minimum(b[0][:k], x[0][:k]), np.minimum(b[1][:k], x[1][:k]))
+                                         for b, x in zip(best, now)]
+    times = []
+    if best is not None:
+        long = np.max([w for w, _ in best], axis=0) >= LONG
+        times = [np.where(long, c, w) for w, c in best]
+    return times, diff, verdict
+
+
+def measure_engines(loader, item: dict, tests: list, engines, repeats: int, max_tokens: int) -> dict:
+    """Per engine: loads (input / output), per-mask percentiles of input, copy and output,
+    the first differing step, and the verdicts before / after."""
+    out = {}
+    src, dst = item["src"], item["out"]
+    dialect = {"ebnf": "ebnf", "gbnf": "gbnf"}
+    text_a = open(src, encoding="utf-8").read()
+    text_b = open(dst, encoding="utf-8").read()
+    da, db = dialect[src.rsplit(".", 1)[1]], dialect[dst.rsplit(".", 1)[1]]
+    identical = text_a == text_b
+    eos = loader.env.vocab.eos_ids[0]
+    for e in engines:
+        if e not in loader.adapters:
+            continue
+        from gramopt.engines import EngineError
+        row = {}
+        try:
+            ca, how = loader.load(e, text_a, da)
+            cc, _ = loader.load(e, text_a, da)
+        except EngineError as ex:
+            out[e] = {"input_loads": False, "why": str(ex)[:160]}
+            continue
+        try:
+            cb, how_b = loader.load(e, text_b, db)
+        except EngineError as ex:
+            out[e] = {"input_loads": True, "output_loads": False, "why": str(ex)[:160]}
+            continue
+        row.update(input_loads=True, output_loads=True, how=how, how_out=how_b, identical=identical)
+        ta, tc, tb = [], [], []
+        first_diff, aa_diff, changed = None, None, []
+        n_steps = 0
+        for k, (data, valid) in enumerate(tests):
+            toks = loader.env.tokenizer.encode(json.dumps(data, ensure_ascii=False))
+            cut = len(toks) > max_tokens
+            toks = toks[:max_tokens]
+            times, diff, verdict = step(loader, e, [ca, cc, cb], toks, None if cut else eos,
+                                        0 if identical else repeats)
+            n_steps += len(toks)
+            if diff["output"] is not None and first_diff is None:
+                first_diff = f"instance {k} step {diff['output']}"
+            if diff["copy"] is not None and aa_diff is None:
+                aa_diff = f"instance {k} step {diff['copy']}"
+            if not cut and verdict[0] != verdict[2]:
+                changed.append(f"instance {k} ({'valid' if valid else 'invalid'}): "
+                               f"{'accepted' if verdict[0] else 'rejected'} -> {'accepted' if verdict[2] else 'rejected'}")
+            if times:
+                ta += list(times[0])
+                tc += list(times[1])
+                tb += list(times[2])
+        row.update(steps=n_steps, mask_diff=first_diff, aa_mask_diff=aa_diff, verdicts_changed=changed,
+                   instances=len(tests))
+        if ta:
+            for name, xs in (("in", ta), ("aa", tc), ("out", tb)):
+                a = np.array(xs) * 1e6
+                row[name] = {q: float(np.percentile(a, p)) for q, p in (("p50", 50), ("p95", 95), ("p99", 99))}
+                row[name]["max"] = float(a.max())
+        out[e] = row
+    return out
+
+
+# ---------------------------------------------------------------- tables
+
+
+def geomean(xs):
+    xs = [x for x in xs if x > 0]
+    return float(np.exp(np.mean(np.log(xs)))) if xs else float("nan")
+
+
+def pct(xs, q):
+    return float(np.percentile(xs, q)) if xs else float("nan")
+
+
+def summarize(rows: list[dict], engines) -> str:
+    """The tables: per run, optimize outcome and cost; per run and engine, masks, verdicts, speed."""
+    lines = []
+    runs = sorted({r["run"] for r in rows}, key=lambda r: RUNS.index(r) if r in RUNS else 99)
+    lines.append("## Optimize (one `gramopt optimize` process per schema, defaults: full verification)\n")
+    lines.append("| run | schemas | converted | exit 0 | exit 2 | exit 3 | exit 70 / other | identical | "
+                 "rules in→out (median) | wall s p50 / p95 / max | CPU s p50 | peak RSS MB p50 / p95 / max |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for run in runs:
+        rs = [r for r in rows if r["run"] == run]
+        conv = [r for r in rs if r.get("rc") is not None]
+        rc = [r["rc"] for r in conv]
+        ok = [r for r in conv if r["rc"] == 0]
+        ident = sum(1 for r in ok if r.get("identical"))
+        wall = [r["wall_s"] for r in conv]
+        cpu = [r["cpu_s"] for r in conv]
+        rss = [r["rss_mb"] for r in conv]
+        rin = [r["rules_in"] for r in ok if r.get("rules_in")]
+        rout = [r["rules_out"] for r in ok if r.get("rules_out")]
+        lines.append(f"| {run} | {len(rs)} | {len(conv)} | {rc.count(0)} | {rc.count(2)} | {rc.count(3)} | "
+                     f"{sum(1 for x in rc if x not in (0, 2, 3))} | {ident} | "
+                     f"{pct(rin, 50):.0f}→{pct(rout, 50):.0f} | {pct(wall, 50):.2f} / {pct(wall, 95):.2f} / "
+                     f"{max(wall, default=float('nan')):.2f} | {pct(cpu, 50):.2f} | {pct(rss, 50):.0f} / "
+                     f"{pct(rss, 95):.0f} / {max(rss, default=float('nan')):.0f} |")
+    lines.append("\n## In the engines (Qwen vocabulary; ratio = input / output per-mask time, > 1 faster)\n")
+    lines.append("| run | engine | outputs loaded / input loads | timed (changed) | mask diffs (A/A) | "
+                 "verdict changes | p95 ratio geomean | p50 ratio geomean | slower at p95 beyond noise | "
+                 "A/A p95 ratio range |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    for run in runs:
+        for e in engines:
+            es = [r["engines"][e] for r in rows if r["run"] == run and e in r.get("engines", {})]
+            loads = [x for x in es if x.get("input_loads")]
+            outs = [x for x in loads if x.get("output_loads")]
+            timed = [x for x in outs if "in" in x]
+            if not es:
+                continue
+            r95 = [x["in"]["p95"] / x["out"]["p95"] for x in timed]
+            r50 = [x["in"]["p50"] / x["out"]["p50"] for x in timed]
+            aa = [x["in"]["p95"] / x["aa"]["p95"] for x in timed]
+            slow = [x for x, r, a in zip(timed, r95, aa) if r < SLOW and abs(1 - r) > abs(1 - a)]
+            diffs = sum(1 for x in outs if x.get("mask_diff"))
+            aad = sum(1 for x in outs if x.get("aa_mask_diff"))
+            vch = sum(len(x.get("verdicts_changed", [])) for x in outs)
+            lines.append(f"| {run} | {e} | {len(outs)} / {len(loads)} | {len(timed)} | {diffs} ({aad}) | {vch} | "
+                         f"{geomean(r95):.2f}× | {geomean(r50):.2f}× | {len(slow)} | "
+                         f"{min(aa, default=float('nan')):.2f}–{max(aa, default=float('nan')):.2f} |")
+    worst = []
+    for r in rows:
+        for e, x in r.get("engines", {}).items():
+            if "in" in x and x["in"]["p95"] / x["out"]["p95"] < SLOW:
+                worst.append((x["in"]["p95"] / x["out"]["p95"], r["run"], e, r["schema"],
+                              x["in"]["p95"] / x["aa"]["p95"]))
+            if x.get("mask_diff") or x.get("verdicts_changed") or (x.get("input_loads") and x.get("output_loads") is False):
+                worst.append((0.0, r["run"], e, r["schema"], f"mask diff {x.get('mask_diff')}; "
+                              f"verdicts {x.get('verdicts_changed')}; loads {x.get('output_loads')} {x.get('why', '')}"))
+    if worst:
+        lines.append("\n### Rows to look at (ratio < 0.9 at p95, or a mask / verdict / load difference)\n")
+        lines.append("| ratio p95 | run | engine | schema | A/A or finding |")
+        lines.append("|---|---|---|---|---|")
+        for w in sorted(worst, key=lambda w: w[0])[:40]:
+            lines.append(f"| {w[0]:.2f} | {w[1]} | {w[2]} | {w[3]} | {w[4] if isinstance(w[4], str) else f'{w[4]:.2f}'} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- driver
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--runs", default=",".join(RUNS[:3]), help=f"TARGET@FORM,… (known: {', '.join(RUNS)})")
+    ap.add_argument("--engines", default="xgrammar,llguidance")
+    ap.add_argument("--every", type=int, default=1, help="take every k-th schema (sorted by name)")
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=200)
+    ap.add_argument("--max-instances", type=int, default=8, help="test instances per schema (valid first)")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per optimize process")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--summary", default="", help="print the tables of an existing rows.jsonl")
+    a = ap.parse_args(argv)
+    engines = [e for e in a.engines.split(",") if e]
+    if a.summary:
+        rows = [json.loads(x) for x in open(a.summary, encoding="utf-8")]
+        print(summarize(rows, engines or ["xgrammar", "llguidance", "llama.cpp"]))
+        return 0
+    paths = sorted(glob.glob(os.path.join(a.data, "*.json")))[:: a.every]
+    if a.limit:
+        paths = paths[: a.limit]
+    out = a.out or os.path.join(HERE, "results", f"jsonschemabench-{datetime.date.today().isoformat()}")
+    os.makedirs(out, exist_ok=True)
+    work = os.path.join(out, "work")
+    os.makedirs(work, exist_ok=True)
+    runs = [r.split("@") for r in a.runs.split(",") if r]
+    from gramopt.engines.jsonschema import load_schemas
+    from gramopt.formats import read
+    # phase 1 first, from this still small process: a child's peak RSS counts what it was forked from
+    rows = []
+    t0 = time.perf_counter()
+    for i, p in enumerate(paths):
+        name = os.path.basename(p)[:-5]
+        for target, form in runs:
+            row = {"schema": name, "run": f"{target}@{form}", "rc": None, "path": p}
+            src, why = convert(p, form, work)
+            if src is None:
+                row["why"] = why
+            else:
+                res = optimize_item(src, target, work, a.timeout)
+                row.update(src=src, rc=res["rc"], wall_s=res["wall_s"], cpu_s=res["cpu_s"],
+                           rss_mb=res["rss_mb"], stderr=res["stderr"])
+                if res["out"]:
+                    row["out"] = res["out"]
+                    try:
+                        row["rules_in"] = len(read(src).rules)
+                        row["rules_out"] = len(read(res["out"]).rules)
+                    except Exception as e:  # noqa: BLE001
+                        row["why"] = f"re-read: {e}"
+                    row["identical"] = (open(src, encoding="utf-8").read()
+                                        == open(res["out"], encoding="utf-8").read())
+            rows.append(row)
+        print(f"\roptimize: {i + 1}/{len(paths)} schemas, {time.perf_counter() - t0:.0f} s", end="",
+              file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    from gramopt.engines import Env
+    from gramopt.runtime import Vocab
+    env = Env.create(Vocab.qwen())
+    loader = Loader(env)
+    print(f"engines: {', '.join(e for e in engines if e in loader.adapters)} (missing: "
+          f"{', '.join(e for e in engines if e not in loader.adapters) or 'none'})", file=sys.stderr)
+    rows_path = os.path.join(out, "rows.jsonl")
+    t0 = time.perf_counter()
+    with open(rows_path, "w", encoding="utf-8") as fh:
+        for i, row in enumerate(rows):
+            if row.get("out"):
+                tests = sorted(load_schemas(row["path"])[0].tests, key=lambda t: not t[1])[: a.max_instances]
+                row["engines"] = measure_engines(loader, row, tests, engines, a.repeats, a.max_tokens)
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            print(f"\rengines: {i + 1}/{len(rows)} items, {time.perf_counter() - t0:.0f} s", end="",
+                  file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    table = summarize(rows, engines)
+    head = (f"# JSONSchemaBench sample: value by default, in the engines\n\n`python benchmarks/jsonschemabench_bench.py "
+            f"{' '.join(argv if argv is not None else sys.argv[1:])}` on {datetime.date.today().isoformat()}: "
+            f"{len(paths)} schemas, runs {a.runs}, {a.repeats} timed repeats, ≤ {a.max_tokens} tokens and ≤ "
+            f"{a.max_instances} instances per schema\n\n")
+    with open(os.path.join(out, "table.md"), "w", encoding="utf-8") as f:
+        f.write(head + table + "\n")
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
