@@ -227,9 +227,12 @@ def step(loader, engine, forms, toks, eos, repeats):
     return times, diff, verdict
 
 
-def measure_engines(loader, item: dict, tests: list, engines, repeats: int, max_tokens: int) -> dict:
+def measure_engines(loader, item: dict, tests: list, engines, repeats: int, max_tokens: int,
+                    slow_instances: int = 2) -> dict:
     """Per engine: loads (input / output), per-mask percentiles of input, copy and output,
-    the first differing step, and the verdicts before / after."""
+    the first differing step, and the verdicts before / after. Where the input's first mask
+    takes over 5 ms (llama.cpp's form in xgrammar), only ``slow_instances`` instances are
+    stepped, with one timed repeat (the row says so: ``instances``)."""
     out = {}
     src, dst = item["src"], item["out"]
     dialect = {"ebnf": "ebnf", "gbnf": "gbnf"}
@@ -255,15 +258,20 @@ def measure_engines(loader, item: dict, tests: list, engines, repeats: int, max_
             out[e] = {"input_loads": True, "output_loads": False, "why": str(ex)[:160]}
             continue
         row.update(input_loads=True, output_loads=True, how=how, how_out=how_b, identical=identical)
+        probe = loader.matcher(e, ca)
+        t = time.perf_counter()
+        probe.fill(np.zeros((len(loader.env.vocab) + 31) // 32, np.int32))
+        slow = time.perf_counter() - t > 5e-3
+        e_tests, e_repeats = (tests[:slow_instances], min(repeats, 1)) if slow else (tests, repeats)
         ta, tc, tb = [], [], []
         first_diff, aa_diff, changed = None, None, []
         n_steps = 0
-        for k, (data, valid) in enumerate(tests):
+        for k, (data, valid) in enumerate(e_tests):
             toks = loader.env.tokenizer.encode(json.dumps(data, ensure_ascii=False))
             cut = len(toks) > max_tokens
             toks = toks[:max_tokens]
             times, diff, verdict = step(loader, e, [ca, cc, cb], toks, None if cut else eos,
-                                        0 if identical else repeats)
+                                        0 if identical else e_repeats)
             n_steps += len(toks)
             if diff["output"] is not None and first_diff is None:
                 first_diff = f"instance {k} step {diff['output']}"
@@ -277,7 +285,7 @@ def measure_engines(loader, item: dict, tests: list, engines, repeats: int, max_
                 tc += list(times[1])
                 tb += list(times[2])
         row.update(steps=n_steps, mask_diff=first_diff, aa_mask_diff=aa_diff, verdicts_changed=changed,
-                   instances=len(tests))
+                   instances=len(e_tests), slow=slow)
         if ta:
             for name, xs in (("in", ta), ("aa", tc), ("out", tb)):
                 a = np.array(xs) * 1e6
@@ -380,6 +388,11 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=int, default=300, help="seconds per optimize process")
     ap.add_argument("--out", default="")
     ap.add_argument("--summary", default="", help="print the tables of an existing rows.jsonl")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep the optimize rows already in OUT/optimize.jsonl (an interrupted run goes on)")
+    ap.add_argument("--slow-engine-instances", type=int, default=2,
+                    help="instances per schema where the input's first mask takes over 5 ms (llama.cpp's "
+                         "form in xgrammar: ~50 ms a mask)")
     a = ap.parse_args(argv)
     engines = [e for e in a.engines.split(",") if e]
     if a.summary:
@@ -399,9 +412,17 @@ def main(argv=None) -> int:
     # phase 1 first, from this still small process: a child's peak RSS counts what it was forked from
     rows = []
     t0 = time.perf_counter()
+    phase1 = os.path.join(out, "optimize.jsonl")
+    done = {}
+    if a.reuse and os.path.exists(phase1):
+        done = {(r["schema"], r["run"]): r for r in map(json.loads, open(phase1, encoding="utf-8"))}
+    fh1 = open(phase1, "a" if a.reuse else "w", encoding="utf-8")
     for i, p in enumerate(paths):
         name = os.path.basename(p)[:-5]
         for target, form in runs:
+            if (name, f"{target}@{form}") in done:
+                rows.append(done[(name, f"{target}@{form}")])
+                continue
             row = {"schema": name, "run": f"{target}@{form}", "rc": None, "path": p}
             src, why = convert(p, form, work)
             if src is None:
@@ -420,8 +441,11 @@ def main(argv=None) -> int:
                     row["identical"] = (open(src, encoding="utf-8").read()
                                         == open(res["out"], encoding="utf-8").read())
             rows.append(row)
+            fh1.write(json.dumps(row) + "\n")
+            fh1.flush()
         print(f"\roptimize: {i + 1}/{len(paths)} schemas, {time.perf_counter() - t0:.0f} s", end="",
               file=sys.stderr, flush=True)
+    fh1.close()
     print(file=sys.stderr)
     from gramopt.engines import Env
     from gramopt.runtime import Vocab
@@ -435,7 +459,8 @@ def main(argv=None) -> int:
         for i, row in enumerate(rows):
             if row.get("out"):
                 tests = sorted(load_schemas(row["path"])[0].tests, key=lambda t: not t[1])[: a.max_instances]
-                row["engines"] = measure_engines(loader, row, tests, engines, a.repeats, a.max_tokens)
+                row["engines"] = measure_engines(loader, row, tests, engines, a.repeats, a.max_tokens,
+                                                 a.slow_engine_instances)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             print(f"\rengines: {i + 1}/{len(rows)} items, {time.perf_counter() - t0:.0f} s", end="",
