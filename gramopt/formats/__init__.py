@@ -4,6 +4,7 @@
     read_text(path, dialect=None) -> str      the file's text (UTF-8, BOM dropped; Latin-1 .cfg)
     parse(text, dialect, path=None, start=None) -> Grammar
     write(grammar, dialect=None) -> str       the grammar's own dialect unless given
+    check_writable(grammar, dialect)          up front: GrammarError when no output could be written
 
 Every reader raises ``GrammarError`` (with a position) on bad input, never anything else.
 """
@@ -33,6 +34,49 @@ def unwritable(grammar: Grammar, dialect: str) -> tuple[Grammar, list[str]]:
     kept = grammar.replace_rules(replace(r, lookahead=None) if r.lookahead is not None else r
                                  for r in grammar.rules)
     return kept, [f"lookahead assertions ({len(hinted)} rules)"]
+
+
+def check_writable(grammar: Grammar, dialect: str) -> None:
+    """Raise GrammarError, with the position of the first definition in the way, when no
+    optimization of ``grammar`` can be written as ``dialect``: a Lark grammar's lexer
+    (terminal definitions, regexps, ``%ignore`` / ``%import``) as GBNF or xgrammar EBNF.
+    Every pass keeps terminals and directives, so this is known before any work.
+
+    gramopt does not lower Lark's lexer to byte-level rules: Lark tokenizes by its regexps
+    (Python ``re``: lookarounds, backreferences) with longest match and priorities, and an
+    ``%ignore`` may sit between any two tokens — a concatenation of the token languages
+    is not the language Lark accepts, so an exact lowering is not a rewrite of rules."""
+    if grammar.dialect != "lark" or dialect not in ("gbnf", "ebnf"):
+        return
+    what = {"gbnf": "GBNF (llama.cpp)", "ebnf": "xgrammar EBNF"}[dialect]
+    why = (f"cannot be written as {what}: gramopt does not lower Lark's lexer (terminals, regexps, "
+           f"%ignore) to byte-level rules; write Lark (--to lark, or a .lark output)")
+    found = _first_lexer_item(grammar)
+    if found is not None:
+        label, pos = found
+        raise GrammarError(f"{label} {why}", pos)
+
+
+def _first_lexer_item(grammar: Grammar):
+    """(label, position) of the first Lark lexer construct of ``grammar`` in source order:
+    a terminal definition, a directive, or a terminal / regexp used in a rule; None."""
+    from ..grammar import Regex, Terminal, walk
+    items = []
+    for t in grammar.terminals:
+        items.append((f"Lark terminal '{t.name}'", t.pos))
+    for d in grammar.directives:
+        items.append((f"Lark directive %{d.name}", d.pos))
+    for r in grammar.rules:
+        for node in walk(r.body):
+            if isinstance(node, Terminal):
+                items.append((f"Lark terminal '{node.name}' (used in rule '{r.name}')", r.pos))
+                break
+            if isinstance(node, Regex):
+                items.append((f"Lark regexp /{node.pattern}/ (in rule '{r.name}')", r.pos))
+                break
+    if not items:
+        return None
+    return min(items, key=lambda it: (it[1].line, it[1].col) if it[1] is not None else (1 << 30, 0))
 
 
 def output_dialect(grammar: Grammar, output: str | None, to: str | None = None,
