@@ -238,9 +238,9 @@ def _optimize(it: Item, options: dict):
     from .passes import optimize
     target = options.get("target", targets.DEFAULT)
     if it.kind == "jsonschema":
-        from .engines.jsonschema import convert_for, parse_schema
-        grammar, _ = convert_for(parse_schema(it.text, it.source, it.line),
-                                 options.get("converter") or targets.get(target).schema_converter)
+        from .engines.jsonschema import convert_for_target, parse_schema
+        grammar, _ = convert_for_target(parse_schema(it.text, it.source, it.line), targets.get(target),
+                                        options.get("converter"))
     else:
         from .formats import read
         grammar = read(it.source, it.kind, options.get("start")) if not it.text else \

@@ -24,6 +24,7 @@ from .. import targets
 from ..formats import (DIALECTS, EXTENSIONS, WRITABLE, check_output, check_writable, read, read_text, write,
                        write_file)
 from ..grammar import GrammarError
+from ..grammar.analysis import structure
 from ..stage import stage
 from . import guard
 from .exits import EXIT_CHANGED, EXIT_OK, EXIT_UNSOUND
@@ -125,16 +126,18 @@ def is_schema(path: str, dialect: str | None) -> bool:
     return dialect == SCHEMA or (dialect is None and path.lower().endswith(SCHEMA_EXTENSIONS))
 
 
-def schema_grammar(path: str, target: str = targets.DEFAULT, converter: str | None = None):
+def schema_grammar(path: str, target: str = targets.DEFAULT, converter: str | None = None,
+                   warnings: list[str] | None = None):
     """(grammar, converter with version) of the one schema in ``path``, converted by
-    ``converter``, else by the target's (``Target.schema_converter``); a JSONL file of
-    several schemas is a batch."""
-    from ..engines.jsonschema import convert_for, load_schemas
+    ``converter``, else by the target's (``engines.jsonschema.convert_for_target``: its
+    ``schema_converter``, or its fallback when that is not installed); ``warnings`` collects
+    what the converter ignored or said. A JSONL file of several schemas is a batch."""
+    from ..engines.jsonschema import convert_for_target, load_schemas
     schemas = load_schemas(path)
     if len(schemas) != 1:
         raise GrammarError(f"{len(schemas)} schemas in one input: optimize them into a folder with -o OUTDIR",
                            path=path)
-    return convert_for(schemas[0], converter or targets.get(target).schema_converter)
+    return convert_for_target(schemas[0], targets.get(target), converter, warnings)
 
 
 def add_converter_argument(p, default: str | None = None) -> None:
@@ -169,11 +172,12 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
     grammar. The report names the dialect written and any warning (an error with ``strict``)."""
     from ..passes import WORK_LIMITS, optimize, work_limits
     converter = None
+    converted: list[str] = []  # what the schema's converter ignored or said
     target = options.get("target", targets.DEFAULT)
     limits = work_limits(**{k: options.pop(k, None) for k in WORK_LIMITS})
     with stage("reading"):
         if is_schema(path, dialect):
-            grammar, converter = schema_grammar(path, target, options.pop("converter", None))
+            grammar, converter = schema_grammar(path, target, options.pop("converter", None), converted)
             original = write(grammar)
         else:
             options.pop("converter", None)  # a grammar has no converter
@@ -183,19 +187,26 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
         check_writable(grammar, written_form(grammar, target, output, to, None if converter else path)[0])
         check_kept(grammar, options.get("keep"))
     except GrammarError as e:
-        raise e.located(path, original) from None
+        raise _located(e, path, original, converter) from None
     try:
         result = optimize(grammar, **options, **limits)
     except ValueError as e:  # an unknown pass or target name
         raise GrammarError(str(e), path=path) from None
     except GrammarError as e:  # e.g. repetitions too large to expand
-        raise e.located(path, original) from None
+        raise _located(e, path, original, converter) from None
     if strict and result.report.warnings:  # about the input: an empty language
         raise GrammarError(result.report.warnings[0] + " (--strict)", path=path)
+    result.report.warnings[:0] = converted  # about the conversion: said, never fatal
     out_dialect, out_grammar, warning = written_form(result.grammar, target, output, to,
                                                      None if converter else path, strict)
     if warning and strict:
         raise GrammarError(warning, path=path)
+    if converter and out_dialect == "gbnf":  # llama.cpp refuses left recursion ($ref loops)
+        left = structure(out_grammar).left_recursive
+        if left:
+            raise GrammarError(f"the schema's grammar stays left-recursive (rules {', '.join(left[:4])}: a "
+                               f"$ref loop), which llama.cpp refuses: nothing written",
+                               path=path)
     result.report.written_as = out_dialect
     if warning:
         result.report.warnings.append(warning)
@@ -206,6 +217,14 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
         if refused:
             result.report.warnings.append(f"{subset.engine} does not load the written grammar: {refused}")
     return original, text, result, converter
+
+
+def _located(e: GrammarError, path: str, original: str, converter: str | None) -> GrammarError:
+    """``e`` at its place in the input; for a schema, the place is in the converted grammar,
+    which is not the .json: the line is named as the converted grammar's."""
+    if not converter or e.pos is None:
+        return e.located(path, original if not converter else None)
+    return GrammarError(f"{e.message} (converted grammar line {e.pos.line})", None, path)
 
 
 def check_kept(grammar, keep) -> None:

@@ -1,8 +1,13 @@
 """Readers and writers per dialect, dialect detection, atomic output.
 
-    read(path, dialect=None, start=None) -> Grammar   dialect from the extension unless given
+    read(path, dialect=None, start=None, converter=None) -> Grammar   dialect from the extension unless given
     read_text(path, dialect=None) -> str      the file's text (UTF-8, BOM dropped; Latin-1 .cfg)
-    parse(text, dialect, path=None, start=None) -> Grammar
+    parse(text, dialect, path=None, start=None, converter=None) -> Grammar
+
+A JSON Schema (``.json``, or dialect ``"jsonschema"``) reads as the grammar an engine's
+converter makes of it (``converter``: "xgrammar" or "llama.cpp"; default the default
+target's, as ``gramopt optimize`` does; ``engines.jsonschema``), its header naming the
+converter.
     write(grammar, dialect=None) -> str       the grammar's own dialect unless given
     check_writable(grammar, dialect)          up front: GrammarError when no output could be written
 
@@ -20,7 +25,8 @@ DIALECTS = ("gbnf", "ebnf", "lark", "goebnf", "cfg")
 WRITABLE = ("gbnf", "ebnf", "lark", "cfg")
 EXTENSIONS = {".gbnf": "gbnf", ".ebnf": "ebnf", ".lark": "lark", ".goebnf": "goebnf", ".cfg": "cfg"}
 _EXTENSIONS = EXTENSIONS
-CARRIES_LOOKAHEAD = ("ebnf",)  # the dialects that can write a rule's lookahead assertion
+CARRIES_LOOKAHEAD = ("ebnf",)
+SCHEMA = "jsonschema"  # a JSON Schema: read as its converter's grammar  # the dialects that can write a rule's lookahead assertion
 
 
 def unwritable(grammar: Grammar, dialect: str) -> tuple[Grammar, list[str]]:
@@ -105,12 +111,19 @@ def detect_dialect(path: str) -> str:
     return _EXTENSIONS[ext]
 
 
-def parse(text: str, dialect: str, path: str | None = None, start: str | None = None) -> Grammar:
+def parse(text: str, dialect: str, path: str | None = None, start: str | None = None,
+          converter: str | None = None) -> Grammar:
     """Parse grammar ``text`` written in ``dialect``; errors carry ``path`` and the line.
     ``start`` names the start rule (default: the dialect's — ``root``, Lark's ``start``,
-    the first rule); for Lark, ``start=""`` reads a rule library with no start rule."""
+    the first rule); for Lark, ``start=""`` reads a rule library with no start rule. A JSON
+    Schema (dialect ``"jsonschema"``) is converted by ``converter`` (module docstring)."""
+    if dialect == SCHEMA:
+        from ..engines.jsonschema import parse_schema
+        return _schema_grammar(parse_schema(text, path or "<schema>"), converter, start)
+    if converter is not None:
+        raise GrammarError(f"a converter reads JSON Schema, not {dialect}", path=path)
     if dialect not in DIALECTS:
-        raise GrammarError(f"unknown dialect '{dialect}' (known: {', '.join(DIALECTS)})", path=path)
+        raise GrammarError(f"unknown dialect '{dialect}' (known: {', '.join(DIALECTS + (SCHEMA,))})", path=path)
     try:
         if dialect == "lark":
             from .lark import parse_lark
@@ -129,6 +142,14 @@ def parse(text: str, dialect: str, path: str | None = None, start: str | None = 
         raise e.located(path, text) from None
     except RecursionError:
         raise GrammarError("grammar nested too deeply", path=path) from None
+
+
+def _schema_grammar(schema, converter: str | None, start: str | None) -> Grammar:
+    """The default target's conversion of ``schema`` (or ``converter``'s)."""
+    from .. import targets
+    from ..engines.jsonschema import convert_for_target
+    grammar = convert_for_target(schema, targets.get(targets.DEFAULT), converter)[0]
+    return _with_start(grammar, start)
 
 
 def _with_start(grammar: Grammar, start: str | None) -> Grammar:
@@ -170,10 +191,19 @@ def read_text(path: str, dialect: str | None = None) -> str:
     return text
 
 
-def read(path: str, dialect: str | None = None, start: str | None = None) -> Grammar:
-    """Read and parse grammar file ``path`` (its text as :func:`read_text` decodes it)."""
+def read(path: str, dialect: str | None = None, start: str | None = None,
+         converter: str | None = None) -> Grammar:
+    """Read and parse grammar file ``path`` (its text as :func:`read_text` decodes it); a
+    ``.json`` file (or dialect ``"jsonschema"``) holds one JSON Schema (module docstring)."""
+    if dialect == SCHEMA or (dialect is None and path.lower().endswith(".json")):
+        from ..engines.jsonschema import load_schemas
+        schemas = load_schemas(path)
+        if len(schemas) != 1:
+            raise GrammarError(f"{len(schemas)} schemas in one file: read them with "
+                               f"gramopt.engines.jsonschema.load_schemas", path=path)
+        return _schema_grammar(schemas[0], converter, start)
     dialect = dialect or detect_dialect(path)
-    return parse(read_text(path, dialect), dialect, path, start)
+    return parse(read_text(path, dialect), dialect, path, start, converter)
 
 
 def write(grammar: Grammar, dialect: str | None = None) -> str:

@@ -78,6 +78,8 @@ LLGUIDANCE = Target(
     engine_check=LLGUIDANCE_CHECK,
     # llguidance's own JsonCompiler prints no grammar: llama.cpp's converter writes GBNF it reads
     schema_converter="llama.cpp",
+    # llama-cpp-python is a source build: without it, xgrammar's converter written as GBNF
+    schema_fallback="xgrammar",
     # its Lark has no priorities, no relative imports, and starts at `start`: 6 of 9 real
     # .lark files did not load as gramopt wrote them
     lark_subset=LLGUIDANCE_LARK)

@@ -80,6 +80,7 @@ class Target:
     guard: Guard | None = None
     output_dialect: str | None = None
     schema_converter: str = "xgrammar"  # whose JSON Schema converter makes its grammar (engines/jsonschema.py)
+    schema_fallback: str | None = None  # the converter used when schema_converter's package is missing
     lark_subset: object | None = None  # the Lark its engine loads, when it writes .lark (formats/lark_llguidance)
 
     @property
