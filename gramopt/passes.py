@@ -60,6 +60,7 @@ from .collector import paused
 from .costmodels import sac_proxy
 from .costmodels.objective import objective as _objective
 from .egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner, StopReason
+from .egraph.frozen import hide_frozen
 from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Directive, Grammar, GrammarError, Literal, check_size, depth, walk
 from .grammar.analysis import productive_rules
 from .grammar.size import grammar_size
@@ -260,7 +261,8 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
                              f"{max(sizes, default=0):,}) > the e-graph's limits "
                              f"({ctx.limits.nodes:,}, {MAX_RULE_NODES:,} per rule): not saturated")
             return g
-        eg = GrammarEGraph(g)
+        hidden, thaw = hide_frozen(g)  # Lark rules with -> aliases: opaque atoms (egraph/frozen.py)
+        eg = GrammarEGraph(hidden)
         runner = Runner(rewrite_rules(families), ctx.limits)
         rr = runner.run(eg)
         rep.saturation = rr.to_json()
@@ -278,7 +280,7 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
         except ExtractionError as e:
             rep.notes.append(f"extraction failed ({e}); input kept")
             return g
-        return ex.grammar
+        return thaw(ex.grammar)
     return run
 
 

@@ -213,3 +213,39 @@ def test_real_grammars_as_gbnf_are_refused_with_a_position(tmp_path, capsys, nam
     code = main(["optimize", str(src), "-o", str(tmp_path / "x.gbnf"), *(["--start", start] if start else [])])
     first = capsys.readouterr().err.splitlines()[0]
     assert code == 2 and re.match(rf".*{re.escape(name)}:\d+:\d+: error: Lark ", first), first
+
+
+# ---------------------------------------------------------------- aliased rules and the e-graph
+
+ALIASED = '''?start: sum
+?sum: product | sum "+" product -> add
+?product: atom | product "*" atom -> mul
+atom: NUMBER | "(" sum ")" | word
+word: letters
+letters: LETTER LETTER* | LETTER+
+NUMBER: /[0-9]+/
+LETTER: /[a-z]/
+'''
+
+
+def test_frozen_rules_hide_and_thaw_back():
+    from gramopt.egraph.frozen import PIN, frozen_rules, hide_frozen
+    g = parse(ALIASED, "lark")
+    assert frozen_rules(g) == ["sum", "product"]
+    hidden, thaw = hide_frozen(g)
+    assert "sum" not in hidden and "product" not in hidden
+    assert any(d.name == PIN and "atom" in d.args for d in hidden.directives)
+    assert thaw(hidden) == g
+
+
+def test_the_egraph_optimizes_around_aliased_rules():
+    from gramopt.passes import optimize
+    g = parse(ALIASED, "lark")
+    res = optimize(g, target="generic")
+    notes = [n for p in res.report.passes if p.name.startswith("saturate") for n in p.notes]
+    assert not any("extraction failed" in n for n in notes), notes
+    assert res.report.kappa_after < res.report.kappa_before
+    out = res.grammar
+    assert out.rule("sum").aliases == g.rule("sum").aliases
+    assert out.rule("product").aliases == g.rule("product").aliases
+    assert "LETTER+" in write(out) and res.report.verified == "ok"
