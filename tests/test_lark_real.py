@@ -249,3 +249,21 @@ def test_the_egraph_optimizes_around_aliased_rules():
     assert out.rule("sum").aliases == g.rule("sum").aliases
     assert out.rule("product").aliases == g.rule("product").aliases
     assert "LETTER+" in write(out) and res.report.verified == "ok"
+
+
+def test_relative_import_written_out_for_llguidance(tmp_path, capsys):
+    """sympy's latex.lark imports GREEK_SYMBOL from a sibling file: llguidance resolves no
+    relative import, so the definitions are written in place."""
+    (tmp_path / "greek.lark").write_text('ALPHA: "\\\\alpha"\nBETA: "\\\\beta"\nGREEK: ALPHA | BETA\n')
+    text = 'start: GREEK ("+" GREEK)*\n%import .greek.GREEK\n'
+    code, out, err = _optimize(tmp_path, capsys, text, "llguidance")
+    assert code == 0, err
+    assert "%import" not in out and "GREEK:" in out
+    assert llguidance_error(out) is None, out
+
+
+def test_convert_refuses_a_lark_lexer_as_ebnf_with_a_position(tmp_path, capsys):
+    src = tmp_path / "g.lark"
+    src.write_text(REPRO["aliases"][0])
+    assert main(["convert", str(src), "-o", str(tmp_path / "g.ebnf")]) == 2
+    assert re.match(r".*g\.lark:5:2: error: Lark terminal 'NUMBER'", capsys.readouterr().err)

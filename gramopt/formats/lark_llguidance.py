@@ -7,9 +7,9 @@ llguidance reads a Lark dialect of its own (measured with llguidance 1.9.1 on th
 on grammars of python-hcl2, pyquil, outlines, gdtoolkit, pddl):
 
 * **no priorities**: ``break_stmt.2:`` and ``NUMERAL.2:`` are "priority not supported yet".
-  A priority chooses between parses (rules) or between tokens of equal length (terminals in
-  lark's standard and contextual lexers); it names no string in or out of the language
-  gramopt keeps, so it is dropped — and said, because a Lark user's lexer may rely on it;
+  A priority chooses between parses (rules) or between tokens (lark's lexers); the language
+  gramopt keeps for Lark (sequences of terminals) does not depend on it, so it is dropped —
+  and said, because a Lark user's lexer may rely on it;
 * **no relative imports** (``%import .greek_symbols.GREEK_SYMBOL``: "Unknown common regex")
   and only the ``common`` names it has its own regexps for (``LLGUIDANCE_COMMON``): every
   other imported definition is written in the file instead of its ``%import`` (the reader
