@@ -71,7 +71,7 @@ def _definition(rule: Rule, terminal: bool = False) -> str:
     if terminal and rule.aliases:
         raise GrammarError(f"terminal '{rule.name}' cannot have aliases", rule.pos)
     texts = [_alternative(a, al) for a, al in zip(alts, rule.aliases or [None] * len(alts))]
-    head = f"{'' if terminal else rule.flags}{rule.name}"
+    head = f"{'' if terminal else _modifiers(rule.flags)}{rule.name}"
     if rule.priority is not None:
         head += f".{rule.priority}"
     one_line = f"{head}: " + " | ".join(texts)
@@ -83,6 +83,12 @@ def _definition(rule: Rule, terminal: bool = False) -> str:
     if rule.comment:
         text = _comment_lines(rule.comment) + "\n" + text
     return text
+
+
+def _modifiers(flags: str) -> str:
+    """Lark's rule modifiers in the order ``!?`` (lark reads ``?!`` too; llguidance only
+    ``!?``: "expecting rule, token or statement" at the ``?`` of ``?!rule``)."""
+    return ("!" if "!" in flags else "") + ("?" if "?" in flags else "")
 
 
 def _alternative(e: Expr, alias: str | None) -> str:
