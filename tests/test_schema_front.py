@@ -132,3 +132,9 @@ def test_analyze_cites_the_schema_without_grammar_lines(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "s.json: warning: unguarded cycle" in out
     assert not re.search(r"s\.json:\d+", out)
+
+
+def test_convert_never_writes_a_left_recursive_gbnf(tmp_path, capsys):
+    out = tmp_path / "o.gbnf"
+    assert main(["convert", str(_schema(tmp_path, LOOP)), "--converter", "xgrammar", "-o", str(out)]) == 2
+    assert "left-recursive" in capsys.readouterr().err and not out.exists()

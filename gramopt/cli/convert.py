@@ -34,6 +34,9 @@ def run(args) -> int:
         grammar = read(args.file, args.dialect, args.start)
         source = args.file
     dialect = output_dialect(grammar, args.output, args.to, source)
+    if source is None:  # a schema: never a left-recursive GBNF ($ref loops)
+        from ..engines.jsonschema import check_gbnf_loads
+        check_gbnf_loads(grammar, dialect, args.file)
     try:  # a Lark lexer as GBNF / EBNF: the first terminal's place (formats.check_writable)
         check_writable(grammar, dialect)
     except GrammarError as e:

@@ -24,7 +24,6 @@ from .. import targets
 from ..formats import (DIALECTS, EXTENSIONS, WRITABLE, check_output, check_writable, read, read_text, write,
                        write_file)
 from ..grammar import GrammarError
-from ..grammar.analysis import structure
 from ..stage import stage
 from . import guard
 from .exits import EXIT_CHANGED, EXIT_OK, EXIT_UNSOUND
@@ -201,12 +200,9 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
                                                      None if converter else path, strict)
     if warning and strict:
         raise GrammarError(warning, path=path)
-    if converter and out_dialect == "gbnf":  # llama.cpp refuses left recursion ($ref loops)
-        left = structure(out_grammar).left_recursive
-        if left:
-            raise GrammarError(f"the schema's grammar stays left-recursive (rules {', '.join(left[:4])}: a "
-                               f"$ref loop), which llama.cpp refuses: nothing written",
-                               path=path)
+    if converter:  # llama.cpp refuses left recursion ($ref loops)
+        from ..engines.jsonschema import check_gbnf_loads
+        check_gbnf_loads(out_grammar, out_dialect, path)
     result.report.written_as = out_dialect
     if warning:
         result.report.warnings.append(warning)

@@ -359,3 +359,16 @@ def convert_for_target(schema: Schema, target, converter: str | None = None,
         rules = tuple(replace(r, lookahead=None) for r in grammar.rules)
         grammar = replace(grammar, rules=rules, dialect=WRITES[preferred])
     return grammar, version
+
+
+def check_gbnf_loads(grammar: Grammar, dialect: str, path: str) -> None:
+    """GrammarError when a schema's grammar is to be written as GBNF but stays left-recursive
+    (a ``$ref`` loop such as ``e: anyOf [allOf [$ref e], integer]``): llama.cpp refuses left
+    recursion, so such a file is never written."""
+    if dialect != "gbnf":
+        return
+    from ..grammar.analysis import structure
+    left = structure(grammar).left_recursive
+    if left:
+        raise GrammarError(f"the schema's grammar stays left-recursive (rules {', '.join(left[:4])}: a $ref "
+                           f"loop), which llama.cpp refuses: nothing written", path=path)
