@@ -2,11 +2,11 @@
 
 Public API (stable):
 
-    gramopt.read(path, dialect=None) -> Grammar
-    gramopt.parse(text, dialect) -> Grammar
+    gramopt.read(path, dialect=None) -> Grammar       a .json JSON Schema too (its converter's grammar)
+    gramopt.parse(text, dialect) -> Grammar           dialect "jsonschema" for a schema's text
     gramopt.write(grammar, dialect=None) -> str
     gramopt.analyze(grammar) -> Analysis        (.kappa, .structure, .findings, .format(), .to_json())
-    gramopt.optimize(grammar, target=..., passes=..., limits=...) -> Result(grammar, report)
+    gramopt.optimize(grammar, target=..., passes=..., limits=..., keep=...) -> Result(grammar, report)
     gramopt.TARGETS                              the targets by name (``gramopt.targets``)
 
 A lazy facade: each name is imported on first use, so ``import gramopt`` loads nothing

@@ -43,7 +43,8 @@ GRAMMAR_EXTENSIONS = tuple(EXTENSIONS)
 SCHEMA_EXTENSIONS = (".json", ".jsonl")
 CACHE_FOLDER = ".gramopt-cache"
 _SHAPING = ("target", "passes", "verify", "to", "dialect", "start", "strict", "cost_model",  # options that
-            "max_nodes", "max_iterations", "max_verify_work", "max_cleanup_work", "max_inline_work")  # shape bytes
+            "max_nodes", "max_iterations", "max_verify_work", "max_cleanup_work", "max_inline_work",  # shape bytes
+            "keep", "converter")
 
 
 @dataclass(frozen=True)
@@ -237,14 +238,15 @@ def _optimize(it: Item, options: dict):
     from .passes import optimize
     target = options.get("target", targets.DEFAULT)
     if it.kind == "jsonschema":
-        from .engines.jsonschema import convert_for, parse_schema
-        grammar, _ = convert_for(parse_schema(it.text, it.source, it.line), targets.get(target).schema_converter)
+        from .engines.jsonschema import convert_for_target, parse_schema
+        grammar, _ = convert_for_target(parse_schema(it.text, it.source, it.line), targets.get(target),
+                                        options.get("converter"))
     else:
         from .formats import read
         grammar = read(it.source, it.kind, options.get("start")) if not it.text else \
             parse(it.text, it.kind, it.source, options.get("start"))
     from .passes import WORK_LIMITS, work_limits
-    rest = {k: options[k] for k in ("target", "passes", "verify", "cost_model", "fast") if k in options}
+    rest = {k: options[k] for k in ("target", "passes", "verify", "cost_model", "fast", "keep") if k in options}
     try:
         result = optimize(grammar, **rest, **work_limits(**{k: options.get(k) for k in WORK_LIMITS}))
     except ValueError as e:  # an unknown pass or target name

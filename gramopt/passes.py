@@ -60,7 +60,8 @@ from .collector import paused
 from .costmodels import sac_proxy
 from .costmodels.objective import objective as _objective
 from .egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner, StopReason
-from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Grammar, GrammarError, Literal, check_size, depth, walk
+from .egraph.frozen import hide_frozen
+from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Directive, Grammar, GrammarError, Literal, check_size, depth, walk
 from .grammar.analysis import productive_rules
 from .grammar.size import grammar_size
 from .rewrites import FAMILIES, rules as rewrite_rules
@@ -195,6 +196,7 @@ class PassContext:
     target: Target = field(default_factory=lambda: targets.get(targets.DEFAULT))
     limits: Limits = field(default_factory=Limits)
     cost_model: str | None = None  # a calibrated model named explicitly (file or folder); None: the shipped one
+    keep: tuple[str, ...] = ()  # rules kept as entry points (``optimize(keep=...)``)
 
 
 PassFn = Callable[[Grammar, PassContext, PassReport], Grammar]
@@ -259,7 +261,8 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
                              f"{max(sizes, default=0):,}) > the e-graph's limits "
                              f"({ctx.limits.nodes:,}, {MAX_RULE_NODES:,} per rule): not saturated")
             return g
-        eg = GrammarEGraph(g)
+        hidden, thaw = hide_frozen(g)  # Lark rules with -> aliases: opaque atoms (egraph/frozen.py)
+        eg = GrammarEGraph(hidden)
         runner = Runner(rewrite_rules(families), ctx.limits)
         rr = runner.run(eg)
         rep.saturation = rr.to_json()
@@ -277,7 +280,7 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
         except ExtractionError as e:
             rep.notes.append(f"extraction failed ({e}); input kept")
             return g
-        return ex.grammar
+        return thaw(ex.grammar)
     return run
 
 
@@ -329,13 +332,14 @@ class PassManager:
     is called after every pass (to dump the IR)."""
 
     def __init__(self, passes=None, target: "str | Target" = targets.DEFAULT, limits: Limits | None = None,
-                 callback: Callable[[str, Grammar], None] | None = None, cost_model: str | None = None):
+                 callback: Callable[[str, Grammar], None] | None = None, cost_model: str | None = None,
+                 keep: tuple[str, ...] = ()):
         names = list(DEFAULT_PASSES if passes is None else passes)
         unknown = [n for n in names if n not in PASSES]
         if unknown:
             raise ValueError(f"unknown pass(es) {', '.join(unknown)} (known: {', '.join(PASSES)})")
         self.names = names
-        self.ctx = PassContext(targets.get(target), limits or Limits(), cost_model)
+        self.ctx = PassContext(targets.get(target), limits or Limits(), cost_model, tuple(keep))
         self.callback = callback
 
     def run_pass(self, name: str, g: Grammar) -> tuple[Grammar, PassReport]:
@@ -343,7 +347,7 @@ class PassManager:
         k0 = _kappa(g)
         rep = PassReport(name, k0, k0, len(g.rules), len(g.rules), 0.0)
         with stage(f"pass {name}"):
-            out = PASSES[name](g, self.ctx, rep)
+            out = _unpinned(PASSES[name](_pinned(g, self.ctx.keep), self.ctx, rep))
         if out is not g and _too_big(out) and not _too_big(g):
             rep.notes.append(f"reverted (output nested deeper than {MAX_PASS_DEPTH} or larger than "
                              f"{MAX_EXPANDED:,} expanded symbols)")
@@ -387,6 +391,24 @@ class PassManager:
             out, rep = self.run_pass("target", out)
             reports.append(rep)
         return out, reports
+
+
+KEEP = "keep"  # the directive that pins ``optimize(keep=...)``'s rules while a pass runs
+
+
+def _pinned(g: Grammar, keep: tuple[str, ...]) -> Grammar:
+    """``g`` with its kept rules named by a ``KEEP`` directive. Every pass takes a rule that a
+    directive names as a root (reachability, inlining, merging, the extractor's roots), so a
+    kept rule is never removed, inlined away or merged into another name. No language
+    changes: the start rule is the start rule."""
+    return replace(g, directives=g.directives + (Directive(KEEP, keep),)) if keep else g
+
+
+def _unpinned(g: Grammar) -> Grammar:
+    """``g`` without the ``KEEP`` directive (never written, never compared)."""
+    if not any(d.name == KEEP for d in g.directives):
+        return g
+    return replace(g, directives=tuple(d for d in g.directives if d.name != KEEP))
 
 
 def _too_big(g: Grammar) -> bool:
@@ -448,24 +470,30 @@ def work_limits(max_nodes: int | None = None, max_iterations: int | None = None,
 
 def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=None, limits: Limits | None = None,
              verify: bool = True, callback=None, cost_model: str | None = None, fast: bool = False,
-             bounds: "Bounds | None" = None) -> Result:
+             bounds: "Bounds | None" = None, keep=()) -> Result:
     """Optimize ``grammar`` for ``target`` (see the module docstring). ``cost_model`` names a
     calibrated model (a file, or a folder of ``ENGINE.json`` as ``gramopt calibrate``
     writes) for a target that uses one; by default the one shipped in the package.
     ``fast``: the per-request mode (``REQUEST_PASSES`` once, a check proportional to what
     changed). ``bounds`` are the language check's (``gramopt.verify.Bounds``); when its work
     budget (``max_work``) is spent before a verdict, the input is returned unchanged and
-    ``report.stops`` says so — the same on every machine. Runs with the cyclic garbage
-    collector paused (``gramopt.collector``)."""
+    ``report.stops`` says so — the same on every machine. ``keep`` names rules kept as entry
+    points besides the start (never removed, inlined away or renamed: ``_pinned``). Runs with
+    the cyclic garbage collector paused (``gramopt.collector``)."""
+    missing = [k for k in keep if k not in grammar]
+    if missing:
+        raise GrammarError(f"keep: no rule named '{missing[0]}'")
     with paused():
-        return _optimize(grammar, target, passes, limits, verify, callback, cost_model, fast, bounds)
+        return _optimize(grammar, target, passes, limits, verify, callback, cost_model, fast, bounds,
+                         tuple(dict.fromkeys(keep)))
 
 
 def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits | None, verify: bool, callback,
-              cost_model: str | None, fast: bool, bounds: "Bounds | None") -> Result:
+              cost_model: str | None, fast: bool, bounds: "Bounds | None", keep: tuple[str, ...] = ()) -> Result:
     t0 = time.perf_counter()
     check_size(grammar)
-    pm = PassManager(REQUEST_PASSES if fast and passes is None else passes, target, limits, callback, cost_model)
+    pm = PassManager(REQUEST_PASSES if fast and passes is None else passes, target, limits, callback, cost_model,
+                     keep)
     if fast:
         out, reports = pm.run(grammar)
     else:
@@ -504,6 +532,11 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
                         res.stats["mode"] = f"per-request: {fast_bounds.derivations} derivations each way"
                     else:
                         res = check(grammar, out, bounds or Bounds())
+                    for k in keep if res.ok and not res.stats.get("work_spent") else ():
+                        # a kept entry point's own language: the engine may start there too
+                        res = check(replace(grammar, start=k), replace(out, start=k), bounds or Bounds())
+                        if not res.ok or res.stats.get("work_spent"):
+                            break
             except RecursionError as e:  # the checker's limits, not a verdict
                 report.verified = f"error: {e!r}"
                 report.seconds = time.perf_counter() - t0
@@ -543,7 +576,8 @@ def _fallbacks(grammar: Grammar, pm: PassManager, safer: bool = True):
     regular; only when ``safer``), then the input with only the target's fix-ups (the last
     resort, taken as it is: the fix-ups are what the target cannot do without)."""
     if safer:
-        pm_safer = PassManager([n for n in pm.names if n not in EGRAPH_PASSES], pm.ctx.target, pm.ctx.limits)
+        pm_safer = PassManager([n for n in pm.names if n not in EGRAPH_PASSES], pm.ctx.target, pm.ctx.limits,
+                               keep=pm.ctx.keep)
         yield "the passes' output without the e-graph passes", pm_safer.run(grammar)[0]
     t = pm.ctx.target
     if t.fixups and "target" in pm.names:

@@ -27,8 +27,10 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from ..summary import analyze
     if is_schema(args.file, args.dialect):
+        from dataclasses import replace
         grammar = schema_grammar(args.file, converter=args.converter)[0]
-        result = analyze(grammar)
+        # its rules' lines are the converted grammar's, not the .json's: findings cite the file
+        result = replace(analyze(grammar), lines={})
         print(result.to_json() if args.json else result.format(args.file))
         return EXIT_OK
     try:

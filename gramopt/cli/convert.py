@@ -5,7 +5,9 @@ the dialect asked for (default: the converter's)."""
 
 from __future__ import annotations
 
-from ..formats import DIALECTS, WRITABLE, check_output, output_dialect, read, write, write_file
+from ..formats import (DIALECTS, WRITABLE, check_output, check_writable, output_dialect, read, read_text, write,
+                       write_file)
+from ..grammar import GrammarError
 from . import guard
 from .exits import EXIT_OK
 from .optimize import SCHEMA, add_converter_argument, is_schema, schema_grammar
@@ -31,5 +33,13 @@ def run(args) -> int:
     else:
         grammar = read(args.file, args.dialect, args.start)
         source = args.file
-    write_file(args.output, write(grammar, output_dialect(grammar, args.output, args.to, source)))
+    dialect = output_dialect(grammar, args.output, args.to, source)
+    if source is None:  # a schema: never a left-recursive GBNF ($ref loops)
+        from ..engines.jsonschema import check_gbnf_loads
+        check_gbnf_loads(grammar, dialect, args.file)
+    try:  # a Lark lexer as GBNF / EBNF: the first terminal's place (formats.check_writable)
+        check_writable(grammar, dialect)
+    except GrammarError as e:
+        raise e.located(args.file, read_text(args.file, args.dialect) if source else None) from None
+    write_file(args.output, write(grammar, dialect))
     return EXIT_OK

@@ -21,7 +21,8 @@ import os
 import sys
 
 from .. import targets
-from ..formats import DIALECTS, EXTENSIONS, WRITABLE, check_output, read, read_text, write, write_file
+from ..formats import (DIALECTS, EXTENSIONS, WRITABLE, check_output, check_writable, read, read_text, write,
+                       write_file)
 from ..grammar import GrammarError
 from ..stage import stage
 from . import guard
@@ -40,7 +41,11 @@ def add_arguments(o) -> None:
                         "converted by the target engine's own converter)")
     o.add_argument("--to", choices=WRITABLE, help="output dialect (default: the target's, else the input's)")
     o.add_argument("--start", help="start rule (default: the dialect's)")
+    o.add_argument("--keep", action="append", metavar="RULE",
+                   help="keep RULE as an entry point: never removed, renamed or inlined away (repeatable; "
+                        "e.g. a rule an engine also starts from)")
     o.add_argument("--target", choices=targets.NAMES, default=targets.DEFAULT, help="engine to optimize for")
+    add_converter_argument(o, "the target's")
     o.add_argument("--passes", help="comma-separated pass names to run (default: the full pipeline)")
     o.add_argument("--report", action="store_true", help="print the per-pass report")
     o.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -87,6 +92,10 @@ def run(args) -> int:
                    dialect=args.dialect, start=args.start, strict=args.strict)
     if args.fast:  # only when asked: the batch cache key of a default run stays what it was
         options["fast"] = True
+    if args.keep:  # only when asked, like --fast: a default run's cache key stays what it was
+        options["keep"] = sorted(set(args.keep))
+    if args.converter:
+        options["converter"] = args.converter
     from ..passes import WORK_LIMITS, work_limits
     for name in WORK_LIMITS:
         if getattr(args, name) is not None:
@@ -116,24 +125,27 @@ def is_schema(path: str, dialect: str | None) -> bool:
     return dialect == SCHEMA or (dialect is None and path.lower().endswith(SCHEMA_EXTENSIONS))
 
 
-def schema_grammar(path: str, target: str = targets.DEFAULT, converter: str | None = None):
+def schema_grammar(path: str, target: str = targets.DEFAULT, converter: str | None = None,
+                   warnings: list[str] | None = None):
     """(grammar, converter with version) of the one schema in ``path``, converted by
-    ``converter``, else by the target's (``Target.schema_converter``); a JSONL file of
-    several schemas is a batch."""
-    from ..engines.jsonschema import convert_for, load_schemas
+    ``converter``, else by the target's (``engines.jsonschema.convert_for_target``: its
+    ``schema_converter``, or its fallback when that is not installed); ``warnings`` collects
+    what the converter ignored or said. A JSONL file of several schemas is a batch."""
+    from ..engines.jsonschema import convert_for_target, load_schemas
     schemas = load_schemas(path)
     if len(schemas) != 1:
         raise GrammarError(f"{len(schemas)} schemas in one input: optimize them into a folder with -o OUTDIR",
                            path=path)
-    return convert_for(schemas[0], converter or targets.get(target).schema_converter)
+    return convert_for_target(schemas[0], targets.get(target), converter, warnings)
 
 
-def add_converter_argument(p) -> None:
-    """``--converter`` of the commands that read a JSON Schema without a target (analyze, convert)."""
+def add_converter_argument(p, default: str | None = None) -> None:
+    """``--converter``: the JSON Schema converter of a .json input (``default`` words what is
+    used without it: analyze and convert take the default target's)."""
     from ..engines.jsonschema import CONVERTERS
+    default = default or f"the default target's, {targets.get(targets.DEFAULT).schema_converter}"
     p.add_argument("--converter", choices=CONVERTERS, default=None,
-                   help=f"JSON Schema converter for a .json input (default: the default target's, "
-                        f"{targets.get(targets.DEFAULT).schema_converter})")
+                   help=f"JSON Schema converter for a .json input (default: {default})")
 
 
 def written_form(grammar, target, output: str | None, to: str | None, source: str | None,
@@ -159,37 +171,70 @@ def optimize_text(path: str, dialect: str | None, to: str | None, output: str | 
     grammar. The report names the dialect written and any warning (an error with ``strict``)."""
     from ..passes import WORK_LIMITS, optimize, work_limits
     converter = None
+    converted: list[str] = []  # what the schema's converter ignored or said
     target = options.get("target", targets.DEFAULT)
     limits = work_limits(**{k: options.pop(k, None) for k in WORK_LIMITS})
     with stage("reading"):
         if is_schema(path, dialect):
-            grammar, converter = schema_grammar(path, target)
+            grammar, converter = schema_grammar(path, target, options.pop("converter", None), converted)
             original = write(grammar)
         else:
+            options.pop("converter", None)  # a grammar has no converter
             grammar = read(path, dialect, start)
             original = read_text(path, dialect)
+    try:  # before any work: a Lark lexer asked for as GBNF / EBNF (formats.check_writable)
+        check_writable(grammar, written_form(grammar, target, output, to, None if converter else path)[0])
+        check_kept(grammar, options.get("keep"))
+    except GrammarError as e:
+        raise _located(e, path, original, converter) from None
     try:
         result = optimize(grammar, **options, **limits)
     except ValueError as e:  # an unknown pass or target name
         raise GrammarError(str(e), path=path) from None
     except GrammarError as e:  # e.g. repetitions too large to expand
-        raise e.located(path, original) from None
+        raise _located(e, path, original, converter) from None
     if strict and result.report.warnings:  # about the input: an empty language
         raise GrammarError(result.report.warnings[0] + " (--strict)", path=path)
+    result.report.warnings[:0] = converted  # about the conversion: said, never fatal
     out_dialect, out_grammar, warning = written_form(result.grammar, target, output, to,
                                                      None if converter else path, strict)
     if warning and strict:
         raise GrammarError(warning, path=path)
+    if converter:  # llama.cpp refuses left recursion ($ref loops)
+        from ..engines.jsonschema import check_gbnf_loads
+        check_gbnf_loads(out_grammar, out_dialect, path)
     result.report.written_as = out_dialect
     if warning:
         result.report.warnings.append(warning)
-    return original, write(out_grammar, out_dialect), result, converter
+    text = write(out_grammar, out_dialect)
+    subset = targets.get(target).lark_subset
+    if out_dialect == "lark" and subset is not None:  # asked of the engine itself, when installed
+        refused = subset.error(text)
+        if refused:
+            result.report.warnings.append(f"{subset.engine} does not load the written grammar: {refused}")
+    return original, text, result, converter
+
+
+def _located(e: GrammarError, path: str, original: str, converter: str | None) -> GrammarError:
+    """``e`` at its place in the input; for a schema, the place is in the converted grammar,
+    which is not the .json: the line is named as the converted grammar's."""
+    if not converter or e.pos is None:
+        return e.located(path, original if not converter else None)
+    return GrammarError(f"{e.message} (converted grammar line {e.pos.line})", None, path)
+
+
+def check_kept(grammar, keep) -> None:
+    """Every ``--keep RULE`` names a rule of ``grammar`` (GrammarError otherwise)."""
+    missing = [k for k in keep or () if k not in grammar]
+    if missing:
+        raise GrammarError(f"--keep {missing[0]}: no rule named '{missing[0]}'")
 
 
 
 def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start=None, target=targets.DEFAULT,
                   passes=None, verify=True, report=False, as_json=False, check=False,
-                  diff=False, strict=False, cost_model=None, fast=False, **work) -> int:
+                  diff=False, strict=False, cost_model=None, fast=False, keep=None, converter=None,
+                  **work) -> int:
     from ..passes import OptimizationError
     if output:
         check_output(output, path)  # before the work: a missing or read-only folder, the input itself
@@ -199,7 +244,8 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start
     try:
         original, text, result, converter = optimize_text(path, dialect, to, output, start, strict,
                                                           target=target, passes=passes, verify=verify,
-                                                          cost_model=cost_model, fast=fast, **work)
+                                                          cost_model=cost_model, fast=fast, converter=converter,
+                                                          **({"keep": keep} if keep else {}), **work)
     except OptimizationError as e:
         print(e.user_message(path), file=sys.stderr)
         return EXIT_UNSOUND

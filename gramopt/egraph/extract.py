@@ -346,8 +346,9 @@ class Extractor:
         if missing:
             raise ExtractionError(f"{len(missing)} needed e-classes have no well-founded form")
         name_of: dict[int, str] = {}
+        pinned = [a for d in g.directives for a in d.args]  # roots a directive names (--keep)
         for c, names in snap.names.items():
-            name_of[c] = g.start if g.start in names else names[0]
+            name_of[c] = g.start if g.start in names else next((n for n in names if n in pinned), names[0])
         self._name_shared(choice, cost, name_of)
         self._name_cycles(choice, name_of)
         memo: dict[int, Expr] = {}
@@ -386,14 +387,26 @@ class Extractor:
             body = expr(c, top=True)
             if name in old:
                 r = old[name]
-                keep_aliases = r.aliases if body == r.body else ()
-                rule = replace(r, body=body, aliases=keep_aliases)
+                if any(r.aliases) and body != r.body:  # Lark's -> names of its alternatives
+                    raise ExtractionError(f"rule '{name}' names its alternatives (-> alias): "
+                                          f"its body is kept as written")
+                # an unchanged body is the input's own (its positions, Lark's [x])
+                rule = r if body == r.body else replace(r, body=body, aliases=())
             else:
                 rule = Rule(name, body)
             emitted[name] = rule
             for nm in refs(body) + (refs(rule.lookahead) if rule.lookahead is not None else []):
                 if nm in snap.of_name and snap.of_name[nm] not in done:
                     queue.append(snap.of_name[nm])
+        merged = [r.name for r in g.rules if any(r.aliases) and r.name not in emitted
+                  and snap.of_name.get(r.name) in done]
+        if merged:
+            raise ExtractionError(f"rule '{merged[0]}' names its alternatives (-> alias) and would be "
+                                  f"merged into another")
+        for n in dict.fromkeys(pinned):  # a root merged into another name's class delegates to it
+            c = snap.of_name.get(n)
+            if n not in emitted and c in done and name_of[c] != n:
+                emitted[n] = replace(old[n], body=Ref(name_of[c]), aliases=()) if n in old else Rule(n, Ref(name_of[c]))
         # a lookahead may name a rule merged into another class: point it at the survivor
         order = {r.name: i for i, r in enumerate(g.rules)}
         rules = sorted(emitted.values(), key=lambda r: (order.get(r.name, len(order)), r.name))

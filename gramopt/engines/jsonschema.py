@@ -3,6 +3,7 @@
     load_schemas(path) -> list[Schema]       a .json schema, a folder of them, or a .jsonl file
     convert(schema, converter) -> Grammar    the converter's grammar, read by gramopt's reader
     convert_for(schema, converter) -> (Grammar, converter)   with a header naming the converter
+    convert_for_target(schema, target, converter=None, warnings=None)   the target's, or its fallback
     CONVERTERS                               the converters by name
     converter_version(name) -> str           e.g. "xgrammar 0.2.8"
 
@@ -21,7 +22,14 @@ Which converter a target uses is its record's ``schema_converter`` (``gramopt.ta
 targets ``xgrammar``, ``generic`` and ``earley`` use xgrammar's converter; ``llama.cpp`` uses
 llama.cpp's; ``llguidance`` uses llama.cpp's too, because llguidance's own ``JsonCompiler``
 prints no grammar (it hands the schema to its Rust side as ``{"json_schema": ...}``), and
-GBNF is the grammar text llguidance reads.
+GBNF is the grammar text llguidance reads — and when llama-cpp-python (a source build) is
+not installed, xgrammar's converter written as GBNF (``schema_fallback``); the header names
+the converter used. ``--converter`` names one outright.
+
+What a converter drops is measured, not assumed (``ignored_keywords``: a constraint keyword
+whose removal leaves the converter's grammar byte-identical; and what its own diagnostics
+say it ignores, ``said_ignored``), and named in one warning with
+a count of the converter's own diagnostics (xgrammar's C++ warnings, captured from fd 2).
 
 Inputs: a ``.json`` file holds one schema, or a JSONSchemaBench test file
 (``{"schema": ..., "tests": [...]}``), whose ``schema`` member is the schema; a ``.jsonl``
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 
 from ..formats import parse
@@ -123,6 +132,12 @@ def converter_version(name: str) -> str:
 
 def convert_text(schema: Schema, converter: str) -> tuple[str, str]:
     """(grammar text, its dialect) from ``converter`` for ``schema``."""
+    text, dialect, _ = _convert_with_diagnostics(schema, converter)
+    return text, dialect
+
+
+def _convert_with_diagnostics(schema: Schema, converter: str) -> tuple[str, str, list[str]]:
+    """(grammar text, its dialect, the converter's own diagnostics)."""
     if converter not in CONVERTERS:
         raise GrammarError(f"unknown JSON Schema converter '{converter}' (known: {', '.join(CONVERTERS)})")
     import importlib.util
@@ -131,20 +146,157 @@ def convert_text(schema: Schema, converter: str) -> tuple[str, str]:
         raise GrammarError(f"converting a JSON Schema for this target needs {converter}'s converter: "
                            f"pip install {_PACKAGE[converter]}", where, schema.path)
     try:
-        if converter == "xgrammar":
-            import xgrammar as xgr
-            return str(xgr.Grammar.from_json_schema(schema.text)), "ebnf"
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
-        return json_schema_to_gbnf(schema.text), "gbnf"
+        text, said = _converted(schema.text, converter)
     except Exception as e:  # noqa: BLE001 - each converter raises its own error types
         msg = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
         raise GrammarError(f"{converter}'s JSON Schema converter refused the schema: {msg}",
                            where, schema.path) from None
+    return text, WRITES[converter], said
 
 
-def convert(schema: Schema, converter: str) -> Grammar:
-    """The grammar ``converter`` makes of ``schema``, as gramopt reads it."""
-    text, dialect = convert_text(schema, converter)
+def _converted(text: str, converter: str) -> tuple[str, list[str]]:
+    """(grammar text, the converter's own diagnostics) for the schema ``text``. xgrammar's
+    C++ side writes its warnings to file descriptor 2 itself; they are captured there (a
+    temporary file in place of fd 2 for the call) and returned, not streamed."""
+    with _captured_fd2() as diagnostics:
+        if converter == "xgrammar":
+            import xgrammar as xgr
+            out = str(xgr.Grammar.from_json_schema(text))
+        else:
+            from llama_cpp.llama_grammar import json_schema_to_gbnf
+            out = json_schema_to_gbnf(text)
+    return out, diagnostics
+
+
+class _captured_fd2:
+    """``with _captured_fd2() as lines:`` — what is written to file descriptor 2 inside the
+    block (by Python or by C++) is kept in ``lines`` (non-blank lines) instead of shown."""
+
+    def __enter__(self) -> list[str]:
+        import sys
+        import tempfile
+        self.lines: list[str] = []
+        try:
+            sys.stderr.flush()
+            self.saved = os.dup(2)
+        except (OSError, ValueError):  # no fd 2 (an embedding host): nothing to capture
+            self.saved = None
+            return self.lines
+        self.tmp = tempfile.TemporaryFile()
+        os.dup2(self.tmp.fileno(), 2)
+        return self.lines
+
+    def __exit__(self, *exc) -> None:
+        if self.saved is None:
+            return
+        import sys
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.tmp.seek(0)
+        text = self.tmp.read().decode("utf-8", "replace")
+        self.tmp.close()
+        self.lines.extend(line.strip() for line in text.splitlines() if line.strip())
+
+
+# ---------------------------------------------------------------- what a converter ignores
+
+# keywords that constrain a JSON value beyond its structure: a converter may drop them
+# (measured per schema by ``ignored_keywords``, not assumed)
+CONSTRAINTS = ("format", "multipleOf", "if", "then", "else", "not", "unevaluatedProperties",
+               "unevaluatedItems", "dependentSchemas", "dependentRequired", "dependencies", "contains",
+               "minContains", "maxContains", "uniqueItems", "propertyNames", "patternProperties",
+               "minProperties", "maxProperties", "minimum", "maximum", "exclusiveMinimum",
+               "exclusiveMaximum", "pattern", "minLength", "maxLength", "minItems", "maxItems",
+               "contentEncoding", "contentMediaType", "contentSchema")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+               "unevaluatedProperties", "unevaluatedItems", "additionalItems", "contentSchema")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+MAX_PROBES = len(CONSTRAINTS)  # conversions spent finding what was ignored: one per keyword present
+
+
+def keywords_used(schema) -> list[str]:
+    """The ``CONSTRAINTS`` keywords ``schema`` uses, in the order of ``CONSTRAINTS`` (a
+    property *named* ``format`` is no keyword: only schema positions are walked)."""
+    found: set[str] = set()
+
+    def walk(node) -> None:
+        if not isinstance(node, dict):
+            return
+        found.update(k for k in node if k in CONSTRAINTS)
+        for k, v in node.items():
+            if k in _SCHEMA_MAPS and isinstance(v, dict):
+                for sub in v.values():
+                    walk(sub)
+            elif k in _SCHEMA_ONE:
+                walk(v)
+            if k in _SCHEMA_LISTS and isinstance(v, list):
+                for sub in v:
+                    walk(sub)
+
+    walk(schema)
+    return [k for k in CONSTRAINTS if k in found]
+
+
+def without_keyword(schema, keyword: str):
+    """``schema`` with ``keyword`` removed wherever it is a keyword (schema positions)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for k, v in schema.items():
+        if k == keyword:
+            continue
+        if k in _SCHEMA_MAPS and isinstance(v, dict):
+            v = {name: without_keyword(sub, keyword) for name, sub in v.items()}
+        elif k in _SCHEMA_LISTS and isinstance(v, list):
+            v = [without_keyword(sub, keyword) for sub in v]
+        elif k in _SCHEMA_ONE:
+            v = without_keyword(v, keyword)
+        out[k] = v
+    return out
+
+
+_SAYS_IGNORED = re.compile(r"ignoring (\$?\w+)")
+
+
+def said_ignored(said: list[str]) -> list[str]:
+    """The keywords a converter's own diagnostics say it ignores (xgrammar: "multipleOf is not
+    supported for type:number; ignoring multipleOf"), in order, once each."""
+    return list(dict.fromkeys(m.group(1) for line in said for m in _SAYS_IGNORED.finditer(line)))
+
+
+def ignored_keywords(schema: Schema, converter: str, text: str) -> list[str]:
+    """The keywords of ``schema`` that ``converter`` ignores: those whose removal leaves the
+    converter's grammar ``text`` byte-identical (one conversion per keyword present, at most
+    ``MAX_PROBES``; deterministic)."""
+    obj = json.loads(schema.text)
+    out = []
+    for k in keywords_used(obj)[:MAX_PROBES]:
+        try:
+            probe, _ = _converted(json.dumps(without_keyword(obj, k), ensure_ascii=False), converter)
+        except Exception:  # noqa: BLE001 - a schema that needs the keyword to convert: not ignored
+            continue
+        if probe == text:
+            out.append(k)
+    return out
+
+
+def convert(schema: Schema, converter: str, warnings: list[str] | None = None) -> Grammar:
+    """The grammar ``converter`` makes of ``schema``, as gramopt reads it; ``warnings``
+    collects one line on what the converter dropped or said (``conversion_warning``)."""
+    if warnings is None:
+        text, dialect = convert_text(schema, converter)
+    else:
+        text, dialect, said = _convert_with_diagnostics(schema, converter)
+        ignored = ignored_keywords(schema, converter, text)
+        ignored += [k for k in said_ignored(said) if k not in ignored]
+        line = conversion_warning(converter, ignored, said)
+        if line:
+            warnings.append(line)
     try:
         return parse(text, dialect)
     except GrammarError as e:
@@ -153,10 +305,70 @@ def convert(schema: Schema, converter: str) -> Grammar:
                            SourcePos(schema.line, 1), schema.path) from None
 
 
-def convert_for(schema: Schema, converter: str) -> tuple[Grammar, str]:
+def conversion_warning(converter: str, ignored: list[str], said: list[str]) -> str | None:
+    """One line: the keywords ``converter`` ignored and a count of its own diagnostics (the
+    first quoted), or None when there is neither."""
+    parts = []
+    if ignored:
+        parts.append(f"{converter}'s converter ignores {', '.join(ignored)}: the grammar accepts values "
+                     f"the schema rejects")
+    if said:
+        first = said[0].split("Warning: ", 1)[-1]
+        parts.append(f"it printed {len(said)} diagnostic{'s' if len(said) != 1 else ''} "
+                     f"(first: {first[:160]})")
+    return "; ".join(parts) or None
+
+
+def installed_converter(preferred: str, fallback: str | None) -> str:
+    """``preferred`` when its package is installed, else ``fallback`` when that one is (a
+    target whose engine reads either grammar: ``Target.schema_fallback``), else
+    ``preferred`` (whose absence ``convert_text`` then names)."""
+    import importlib.util
+    if fallback and importlib.util.find_spec(_MODULE[preferred]) is None \
+            and importlib.util.find_spec(_MODULE[fallback]) is not None:
+        return fallback
+    return preferred
+
+
+def convert_for(schema: Schema, converter: str, warnings: list[str] | None = None,
+                instead_of: str | None = None) -> tuple[Grammar, str]:
     """(grammar, converter with version): ``schema`` converted by ``converter`` (a target's
-    ``schema_converter``), with a header comment naming the converter."""
+    ``schema_converter``), with a header comment naming the converter (and the one it
+    stands in for, ``instead_of``, when that was not installed); ``warnings`` as ``convert``."""
     from dataclasses import replace
     version = converter_version(converter)
-    grammar = convert(schema, converter)
+    if instead_of and instead_of != converter:
+        version += f", in place of {_PACKAGE[instead_of]} (not installed)"
+    grammar = convert(schema, converter, warnings)
     return replace(grammar, header=f"JSON Schema {schema.name} converted by {version}"), version
+
+
+def convert_for_target(schema: Schema, target, converter: str | None = None,
+                       warnings: list[str] | None = None) -> tuple[Grammar, str]:
+    """(grammar, converter with version) for a target record: ``converter`` if named, else
+    the target's ``schema_converter`` — or, when that one is not installed, its
+    ``schema_fallback`` (llguidance: xgrammar's converter when llama-cpp-python is missing).
+    A fallback's grammar is written in the dialect the target's own converter writes (GBNF
+    for llguidance, which reads it), its lookahead assertions dropped: they are hints, the
+    language is the rules'."""
+    from dataclasses import replace
+    preferred = converter or target.schema_converter
+    used = installed_converter(preferred, None if converter else getattr(target, "schema_fallback", None))
+    grammar, version = convert_for(schema, used, warnings, instead_of=preferred)
+    if used != preferred and WRITES[used] != WRITES[preferred]:
+        rules = tuple(replace(r, lookahead=None) for r in grammar.rules)
+        grammar = replace(grammar, rules=rules, dialect=WRITES[preferred])
+    return grammar, version
+
+
+def check_gbnf_loads(grammar: Grammar, dialect: str, path: str) -> None:
+    """GrammarError when a schema's grammar is to be written as GBNF but stays left-recursive
+    (a ``$ref`` loop such as ``e: anyOf [allOf [$ref e], integer]``): llama.cpp refuses left
+    recursion, so such a file is never written."""
+    if dialect != "gbnf":
+        return
+    from ..grammar.analysis import structure
+    left = structure(grammar).left_recursive
+    if left:
+        raise GrammarError(f"the schema's grammar stays left-recursive (rules {', '.join(left[:4])}: a $ref "
+                           f"loop), which llama.cpp refuses: nothing written", path=path)

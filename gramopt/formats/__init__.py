@@ -1,9 +1,15 @@
 """Readers and writers per dialect, dialect detection, atomic output.
 
-    read(path, dialect=None, start=None) -> Grammar   dialect from the extension unless given
+    read(path, dialect=None, start=None, converter=None) -> Grammar   dialect from the extension unless given
     read_text(path, dialect=None) -> str      the file's text (UTF-8, BOM dropped; Latin-1 .cfg)
-    parse(text, dialect, path=None, start=None) -> Grammar
+    parse(text, dialect, path=None, start=None, converter=None) -> Grammar
+
+A JSON Schema (``.json``, or dialect ``"jsonschema"``) reads as the grammar an engine's
+converter makes of it (``converter``: "xgrammar" or "llama.cpp"; default the default
+target's, as ``gramopt optimize`` does; ``engines.jsonschema``), its header naming the
+converter.
     write(grammar, dialect=None) -> str       the grammar's own dialect unless given
+    check_writable(grammar, dialect)          up front: GrammarError when no output could be written
 
 Every reader raises ``GrammarError`` (with a position) on bad input, never anything else.
 """
@@ -19,7 +25,8 @@ DIALECTS = ("gbnf", "ebnf", "lark", "goebnf", "cfg")
 WRITABLE = ("gbnf", "ebnf", "lark", "cfg")
 EXTENSIONS = {".gbnf": "gbnf", ".ebnf": "ebnf", ".lark": "lark", ".goebnf": "goebnf", ".cfg": "cfg"}
 _EXTENSIONS = EXTENSIONS
-CARRIES_LOOKAHEAD = ("ebnf",)  # the dialects that can write a rule's lookahead assertion
+CARRIES_LOOKAHEAD = ("ebnf",)
+SCHEMA = "jsonschema"  # a JSON Schema: read as its converter's grammar  # the dialects that can write a rule's lookahead assertion
 
 
 def unwritable(grammar: Grammar, dialect: str) -> tuple[Grammar, list[str]]:
@@ -33,6 +40,49 @@ def unwritable(grammar: Grammar, dialect: str) -> tuple[Grammar, list[str]]:
     kept = grammar.replace_rules(replace(r, lookahead=None) if r.lookahead is not None else r
                                  for r in grammar.rules)
     return kept, [f"lookahead assertions ({len(hinted)} rules)"]
+
+
+def check_writable(grammar: Grammar, dialect: str) -> None:
+    """Raise GrammarError, with the position of the first definition in the way, when no
+    optimization of ``grammar`` can be written as ``dialect``: a Lark grammar's lexer
+    (terminal definitions, regexps, ``%ignore`` / ``%import``) as GBNF or xgrammar EBNF.
+    Every pass keeps terminals and directives, so this is known before any work.
+
+    gramopt does not lower Lark's lexer to byte-level rules: Lark tokenizes by its regexps
+    (Python ``re``: lookarounds, backreferences) with longest match and priorities, and an
+    ``%ignore`` may sit between any two tokens — a concatenation of the token languages
+    is not the language Lark accepts, so an exact lowering is not a rewrite of rules."""
+    if grammar.dialect != "lark" or dialect not in ("gbnf", "ebnf"):
+        return
+    what = {"gbnf": "GBNF (llama.cpp)", "ebnf": "xgrammar EBNF"}[dialect]
+    why = (f"cannot be written as {what}: gramopt does not lower Lark's lexer (terminals, regexps, "
+           f"%ignore) to byte-level rules; write Lark (--to lark, or a .lark output)")
+    found = _first_lexer_item(grammar)
+    if found is not None:
+        label, pos = found
+        raise GrammarError(f"{label} {why}", pos)
+
+
+def _first_lexer_item(grammar: Grammar):
+    """(label, position) of the first Lark lexer construct of ``grammar`` in source order:
+    a terminal definition, a directive, or a terminal / regexp used in a rule; None."""
+    from ..grammar import Regex, Terminal, walk
+    items = []
+    for t in grammar.terminals:
+        items.append((f"Lark terminal '{t.name}'", t.pos))
+    for d in grammar.directives:
+        items.append((f"Lark directive %{d.name}", d.pos))
+    for r in grammar.rules:
+        for node in walk(r.body):
+            if isinstance(node, Terminal):
+                items.append((f"Lark terminal '{node.name}' (used in rule '{r.name}')", r.pos))
+                break
+            if isinstance(node, Regex):
+                items.append((f"Lark regexp /{node.pattern}/ (in rule '{r.name}')", r.pos))
+                break
+    if not items:
+        return None
+    return min(items, key=lambda it: (it[1].line, it[1].col) if it[1] is not None else (1 << 30, 0))
 
 
 def output_dialect(grammar: Grammar, output: str | None, to: str | None = None,
@@ -61,12 +111,19 @@ def detect_dialect(path: str) -> str:
     return _EXTENSIONS[ext]
 
 
-def parse(text: str, dialect: str, path: str | None = None, start: str | None = None) -> Grammar:
+def parse(text: str, dialect: str, path: str | None = None, start: str | None = None,
+          converter: str | None = None) -> Grammar:
     """Parse grammar ``text`` written in ``dialect``; errors carry ``path`` and the line.
     ``start`` names the start rule (default: the dialect's — ``root``, Lark's ``start``,
-    the first rule); for Lark, ``start=""`` reads a rule library with no start rule."""
+    the first rule); for Lark, ``start=""`` reads a rule library with no start rule. A JSON
+    Schema (dialect ``"jsonschema"``) is converted by ``converter`` (module docstring)."""
+    if dialect == SCHEMA:
+        from ..engines.jsonschema import parse_schema
+        return _schema_grammar(parse_schema(text, path or "<schema>"), converter, start)
+    if converter is not None:
+        raise GrammarError(f"a converter reads JSON Schema, not {dialect}", path=path)
     if dialect not in DIALECTS:
-        raise GrammarError(f"unknown dialect '{dialect}' (known: {', '.join(DIALECTS)})", path=path)
+        raise GrammarError(f"unknown dialect '{dialect}' (known: {', '.join(DIALECTS + (SCHEMA,))})", path=path)
     try:
         if dialect == "lark":
             from .lark import parse_lark
@@ -85,6 +142,14 @@ def parse(text: str, dialect: str, path: str | None = None, start: str | None = 
         raise e.located(path, text) from None
     except RecursionError:
         raise GrammarError("grammar nested too deeply", path=path) from None
+
+
+def _schema_grammar(schema, converter: str | None, start: str | None) -> Grammar:
+    """The default target's conversion of ``schema`` (or ``converter``'s)."""
+    from .. import targets
+    from ..engines.jsonschema import convert_for_target
+    grammar = convert_for_target(schema, targets.get(targets.DEFAULT), converter)[0]
+    return _with_start(grammar, start)
 
 
 def _with_start(grammar: Grammar, start: str | None) -> Grammar:
@@ -126,10 +191,19 @@ def read_text(path: str, dialect: str | None = None) -> str:
     return text
 
 
-def read(path: str, dialect: str | None = None, start: str | None = None) -> Grammar:
-    """Read and parse grammar file ``path`` (its text as :func:`read_text` decodes it)."""
+def read(path: str, dialect: str | None = None, start: str | None = None,
+         converter: str | None = None) -> Grammar:
+    """Read and parse grammar file ``path`` (its text as :func:`read_text` decodes it); a
+    ``.json`` file (or dialect ``"jsonschema"``) holds one JSON Schema (module docstring)."""
+    if dialect == SCHEMA or (dialect is None and path.lower().endswith(".json")):
+        from ..engines.jsonschema import load_schemas
+        schemas = load_schemas(path)
+        if len(schemas) != 1:
+            raise GrammarError(f"{len(schemas)} schemas in one file: read them with "
+                               f"gramopt.engines.jsonschema.load_schemas", path=path)
+        return _schema_grammar(schemas[0], converter, start)
     dialect = dialect or detect_dialect(path)
-    return parse(read_text(path, dialect), dialect, path, start)
+    return parse(read_text(path, dialect), dialect, path, start, converter)
 
 
 def write(grammar: Grammar, dialect: str | None = None) -> str:

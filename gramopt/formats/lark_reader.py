@@ -6,7 +6,8 @@ How lark's pre-compilation trees (still EBNF) map to the IR:
 
     a: x y | z -> al       Rule("a", alt(seq(x, y), z), aliases=(None, "al"))
     (a | b) -> al          the alias distributed over a and b, as lark itself does
-    x? / [x]               Repeat(x, 0, 1)   ([x]'s None placeholders are a tree detail)
+    x? / [x]               Repeat(x, 0, 1) / Maybe(x) (a Repeat written back as [x]: an
+                           absent [x] is a None in lark's tree, lark_maybe)
     x* / x+                Repeat(x, 0, None) / Repeat(x, 1, None)
     x ~ m / x ~ m..n       Repeat(x, m, m) / Repeat(x, m, n)
     "abc"                  Literal("abc") — in a rule, one anonymous lexer token
@@ -53,6 +54,7 @@ from lark.grammar import Symbol
 
 from ..grammar import (Alt, CharClass, Directive, Epsilon, Expr, Grammar, GrammarError, Literal, Ref,
                        Regex, Repeat, Rule, SourcePos, Terminal, alt, seq)
+from .lark_maybe import Maybe
 from .lark_source import Statement, comments, parse_statements
 from .lark_text import ci_string, range_compiles_as_written, range_endpoint, read_literal
 from .lark_writer import expr_text
@@ -393,7 +395,7 @@ class _Converter:
         if kind == "expr":
             return self.repeat(node, is_term, pos, subst, d)
         if kind == "maybe":
-            return Repeat(self.expr(node.children[0], is_term, pos, subst, d), 0, 1)
+            return Maybe(self.expr(node.children[0], is_term, pos, subst, d))
         if kind == "value":
             return self.expr(node.children[0], is_term, pos, subst, d)
         if kind in ("terminal", "nonterminal"):
@@ -566,14 +568,35 @@ def _literal(tok: Token, pos: SourcePos | None) -> Expr:
 
 
 def _check_regexp(pattern: str, flags: str, where: SourcePos | None) -> None:
-    """The regexp compiles as lark compiles it (Python re, each flag a scoped group)."""
+    """The regexp compiles as lark compiles it (Python re, each flag a scoped group); a
+    Unicode property ``\\p{XID_Start}`` as ``Lark(..., regex=True)`` compiles it (the
+    ``regex`` module). gramopt never looks inside a Lark regexp (an atom of the lexer)."""
     wrapped = pattern
     for f in flags:
         wrapped = f"(?{f}:{wrapped})"
     try:
         re.compile(wrapped)
     except (re.error, OverflowError, RecursionError, ValueError) as e:
+        if _UNICODE_PROPERTY.search(pattern) and _compiles_with_regex(wrapped):
+            return
         raise GrammarError(f"bad regular expression /{pattern}/{flags}: {e}", where) from None
+
+
+_UNICODE_PROPERTY = re.compile(r"\\[pP]\{")
+
+
+def _compiles_with_regex(pattern: str) -> bool:
+    """Whether the ``regex`` module (lark's ``regex=True``) compiles ``pattern``; False
+    when it is not installed."""
+    try:
+        import regex
+    except ImportError:
+        return False
+    try:
+        regex.compile(pattern)
+    except Exception:  # noqa: BLE001 - regex.error, or its limits
+        return False
+    return True
 
 
 def _range(lo_tok: Token, hi_tok: Token, pos: SourcePos | None) -> CharClass:

@@ -9,7 +9,7 @@ Definitions that ``%import`` brings in are not printed: the import is. A definit
 comment is printed above it as ``//`` lines. Lark reads the file the same in any order.
 
 Expressions, loosest first: alternation ``a | b``, sequence ``a b``, postfix ``x? x* x+
-x ~ m x ~ m..n``; parentheses only where a looser expression sits inside a tighter one.
+x ~ m x ~ m..n``, atoms (``[x]`` where the reader read one: ``lark_maybe``); parentheses only where a looser expression sits inside a tighter one.
 Epsilon is ``()`` (an empty top-level alternative is left empty). A top-level alternative
 carries its alias ``-> name``; a rule with aliases, or a long one, puts one alternative on
 each line.
@@ -30,6 +30,7 @@ from ..grammar import (Alt, CharClass, Directive, Epsilon, Expr, Grammar, Gramma
                        Regex, Repeat, Rule, Seq, Terminal)
 from ..grammar.expr import rename_refs, transform
 from .lark_imports import imported_names
+from .lark_maybe import is_maybe
 from .lark_text import ci_string_text, class_char, quote_regexp, quote_string, range_compiles_as_written
 
 ALT, SEQ, POSTFIX, ATOM = range(4)
@@ -70,7 +71,7 @@ def _definition(rule: Rule, terminal: bool = False) -> str:
     if terminal and rule.aliases:
         raise GrammarError(f"terminal '{rule.name}' cannot have aliases", rule.pos)
     texts = [_alternative(a, al) for a, al in zip(alts, rule.aliases or [None] * len(alts))]
-    head = f"{'' if terminal else rule.flags}{rule.name}"
+    head = f"{'' if terminal else _modifiers(rule.flags)}{rule.name}"
     if rule.priority is not None:
         head += f".{rule.priority}"
     one_line = f"{head}: " + " | ".join(texts)
@@ -82,6 +83,12 @@ def _definition(rule: Rule, terminal: bool = False) -> str:
     if rule.comment:
         text = _comment_lines(rule.comment) + "\n" + text
     return text
+
+
+def _modifiers(flags: str) -> str:
+    """Lark's rule modifiers in the order ``!?`` (lark reads ``?!`` too; llguidance only
+    ``!?``: "expecting rule, token or statement" at the ``?`` of ``?!rule``)."""
+    return ("!" if "!" in flags else "") + ("?" if "?" in flags else "")
 
 
 def _alternative(e: Expr, alias: str | None) -> str:
@@ -121,6 +128,8 @@ def expr_text(e: Expr, context: int = ALT) -> str:
 
 
 def _repeat(e: Repeat, context: int) -> str:
+    if is_maybe(e):  # read as [x]: lark's tree has a None where it is absent (lark_maybe)
+        return f"[{expr_text(e.item, ALT)}]"
     lo, hi = e.min, e.max
     if hi is None and lo >= 2:  # x{m,}: no Lark operator
         return expr_text(Seq((Repeat(e.item, lo, lo), Repeat(e.item, 0, None))), context)

@@ -272,7 +272,8 @@ def transform(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
         return fn(expr if rebuilds_as_is(expr, new) else alt(*new))
     if isinstance(expr, Repeat):
         item = transform(expr.item, fn)
-        return fn(expr if item is expr.item else Repeat(item, expr.min, expr.max))
+        # type(expr): a Repeat subclass (Lark's ``[x]``, formats/lark_maybe) stays what it is
+        return fn(expr if item is expr.item else type(expr)(item, expr.min, expr.max))
     return fn(expr)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..costmodels.objective import W_RECURSION
 from ..engines.llguidance import CHECK as LLGUIDANCE_CHECK
+from ..formats.lark_llguidance import LLGUIDANCE_LARK
 from ..grammar import Grammar
 from .guard import GUARD as _NO_SLOWER, llamacpp_guard
 from .target import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE, EngineCheck, Target
@@ -76,7 +77,12 @@ LLGUIDANCE = Target(
     calibrated_engine="llguidance",
     engine_check=LLGUIDANCE_CHECK,
     # llguidance's own JsonCompiler prints no grammar: llama.cpp's converter writes GBNF it reads
-    schema_converter="llama.cpp")
+    schema_converter="llama.cpp",
+    # llama-cpp-python is a source build: without it, xgrammar's converter written as GBNF
+    schema_fallback="xgrammar",
+    # its Lark has no priorities, no relative imports, and starts at `start`: 6 of 9 real
+    # .lark files did not load as gramopt wrote them
+    lark_subset=LLGUIDANCE_LARK)
 
 def _llamacpp_fixed_up(g: Grammar) -> Grammar:
     """The input as the llama.cpp target writes it without its e-graph: the fix-ups alone."""

@@ -80,6 +80,8 @@ class Target:
     guard: Guard | None = None
     output_dialect: str | None = None
     schema_converter: str = "xgrammar"  # whose JSON Schema converter makes its grammar (engines/jsonschema.py)
+    schema_fallback: str | None = None  # the converter used when schema_converter's package is missing
+    lark_subset: object | None = None  # the Lark its engine loads, when it writes .lark (formats/lark_llguidance)
 
     @property
     def reverts_costlier_passes(self) -> bool:
@@ -100,6 +102,9 @@ class Target:
         else:
             dialect = output_dialect(grammar, None, None, source)
         kept, dropped = unwritable(grammar, dialect)
+        if dialect == "lark" and self.lark_subset is not None:  # the Lark its engine loads
+            kept, more = self.lark_subset.convert(kept)
+            dropped = dropped + more
         return dialect, kept, dropped
 
     def dropped_warning(self, dialect: str, dropped: list[str], strict: bool = False) -> str | None:
@@ -109,8 +114,10 @@ class Target:
             return None
         keep = self.output_dialect or "ebnf"
         outcome = "nothing was written (--strict)" if strict else "written without them"
+        hint = (f"; write .{keep} or pass --to {keep} to keep them"
+                if any(d.startswith("lookahead") for d in dropped) else "")
         return (f"{dialect} cannot carry the {', '.join(dropped)} of the optimized grammar (target "
-                f"{self.name}): {outcome}; write .{keep} or pass --to {keep} to keep them")
+                f"{self.name}): {outcome}{hint}")
 
     def apply_fixups(self, grammar: Grammar, notes: list | None = None, fired: dict | None = None) -> Grammar:
         """``grammar`` after this target's fix-ups, in order."""

@@ -183,6 +183,16 @@ def inline_delta(uses: Uses, name: str, body: Expr, syms: tuple[int, int]) -> in
     return weight * (n - 1) + count * h - (spliced * SPLICE_SAVING if isinstance(body, Alt) else 0)
 
 
+def _substituted(rule: Rule, sub: Callable[[Expr], Expr]) -> Rule:
+    """``rule`` with ``sub`` applied to its body; a Lark rule's ``-> alias`` names stay with
+    their top-level alternatives (an inlined alternation spliced there carries the alias of
+    the alternative it replaced: ``(b | c) -> x`` is ``b -> x | c -> x`` to Lark)."""
+    if not any(rule.aliases):
+        return replace(rule, body=transform(rule.body, sub))
+    from .cleanup.common import alternatives, keep_alternatives
+    return keep_alternatives(rule, [transform(a, sub) for a in alternatives(rule.body)])
+
+
 def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
                   budget: Budget) -> tuple[Grammar, list[str]]:
     """One pass over the rules in order. A candidate's trial costs one look-up per user
@@ -231,7 +241,7 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
         def rewritten(u: str) -> Rule:
             r = new.get(u)
             if r is None:
-                r = new[u] = replace(rules[u], body=transform(rules[u].body, sub))
+                r = new[u] = _substituted(rules[u], sub)
             return r
 
         deltas, syms = {}, expr_syms(body, lark)

@@ -4,7 +4,7 @@
 
 The alphabet is either the 256 bytes (GBNF / xgrammar EBNF: languages of UTF-8 byte
 strings) or, for a Lark grammar, an integer per distinct lexer atom (``Terminal``,
-``Regex``, ``Literal`` token) — a Lark language is over its terminals, so a check never
+``Regex``, ``Literal`` token, ``CharClass`` range) — a Lark language is over its terminals, so a check never
 looks inside one. Pass ``atoms`` to share one atom table between two grammars.
 
 Construction, from the canonical BNF (``gramopt.grammar.lower``):
@@ -33,6 +33,8 @@ from ..grammar.expr import Ref, Regex, Terminal
 from ..grammar.utf8 import class_sequences
 
 BYTES = 256
+# a Lark grammar's lexer atoms: a range ``"0".."9"`` in a rule is an anonymous token too
+LARK_ATOMS = (Terminal, Regex, Literal, CharClass)
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ def grammar_atoms(grammar: Grammar) -> tuple:
     seen: dict = {}
     for p in lower(grammar).productions:
         for s in p.rhs:
-            if isinstance(s, (Terminal, Regex, Literal)):
+            if isinstance(s, LARK_ATOMS):
                 seen.setdefault(s, None)
     return tuple(seen)
 
@@ -125,7 +127,7 @@ def compile_grammar(grammar: Grammar, atoms: tuple | None = None) -> Compiled:
                 out.append(nonterminal(s.name))
             elif isinstance(s, CharClass) and not lark:
                 out.append(char_class(s))
-            elif lark and isinstance(s, (Terminal, Regex, Literal)):
+            elif lark and isinstance(s, LARK_ATOMS):
                 out.append(terminal(frozenset((atom_id[s],))))
             else:
                 raise TypeError(f"verify: symbol {s!r} in a {grammar.dialect} grammar")

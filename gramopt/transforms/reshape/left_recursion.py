@@ -14,13 +14,17 @@ def remove_left_recursion(g: Grammar) -> tuple[Grammar, list[str]]:
     (α₁|…|αₘ)*`` (a leading ``(A x)? y`` counts as ``A x y | y``). Argument: L(A) is the least
     solution of A = A·α ∪ β, which is β·α* (the classic removal of immediate left recursion,
     A → β A′, A′ → α A′ | ε, with A′ written as a star). Rules where some αᵢ is nullable (an
-    unguarded or ambiguous loop) or no βⱼ exists are left alone. Returns the grammar and the
+    unguarded or ambiguous loop) or no βⱼ exists are left alone, and so are Lark rules whose
+    alternatives carry ``-> alias`` names (the parse tree's node names). Returns the grammar and the
     rules changed. xgrammar parses a left-recursive rule by re-completing it at every item,
     and its mask cache sees the rule's end after every item; the star form has neither."""
     nullable = nullable_rules(g)
     changed: list[str] = []
     rules = []
     for r in g.rules:
+        if any(r.aliases):  # Lark's -> names its alternatives: a star cannot carry them
+            rules.append(r)
+            continue
         alts = [x for a in _alternatives(r.body) for x in _split_leading_optional(a, r.name)]
         rec = [_after_left_ref(a, r.name) for a in alts]
         alphas = [x for x in rec if x is not None]

@@ -32,10 +32,11 @@ def infer_lookaheads(g: Grammar) -> tuple[Grammar, int]:
     follows = follow_sets(g)
     n = 0
     rules = []
+    roots = {g.start} | {a for d in g.directives for a in d.args}  # an entry point (--keep) ends anywhere
     for r in g.rules:
         f = follows.get(r.name)
         la = r.lookahead
-        if r.name == g.start or f is None or not (la is None or isinstance(la, CharClass)) or not f.ranges:
+        if r.name in roots or f is None or not (la is None or isinstance(la, CharClass)) or not f.ranges:
             rules.append(r)
             continue
         if f.covers_everything() or f.ranges[-1][1] > 0x7F:

@@ -28,8 +28,9 @@ def inline_small_regular_rules(g: Grammar) -> tuple[Grammar, list[str]]:
     assertion (the rest of the sequence) that decides ``int x`` inside the cache; at the end of
     a sequence the helper would get no assertion, so there the rule (with its FOLLOW
     assertion) stays. Never inlined: the start rule, rules named in an assertion, and rules
-    with a sequence assertion (written by a user)."""
+    with a sequence assertion (written by a user), and rules a directive names (``--keep``)."""
     pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
+    pinned.update(a for d in g.directives for a in d.args)
     small, inner = {}, {}
     for r in g.rules:
         if (r.name == g.start or r.name in pinned or refs(r.body)
