@@ -7,7 +7,7 @@ import pytest
 
 from gramopt.formats import parse, write
 from gramopt.judge import Optimizer, changed_rules, judge, restore, rule_sets
-from gramopt.judge.trajectories import Walker, first_bytes, interleave, sentences, token_paths
+from gramopt.judge.trajectories import TokenGroups, Walker, first_bytes, interleave, sentences, token_paths
 from gramopt.verify import check_equivalence
 
 # a string rule whose FOLLOW is `}` alone: xgrammar trusts the assertion (whitespace, then one
@@ -51,14 +51,17 @@ def test_token_paths_end_where_the_text_fits():
 def test_walker_draws_first_bytes_evenly_and_reproducibly():
     import numpy as np
     toks = [b"a", b"ab", b"ac", b"ad", b"b", b""]
-    allowed = np.array([True, True, True, True, True, True])
-    picks = [Walker(first_bytes(toks), [5], seed=7).choose(allowed) for _ in range(2)]
+    allowed = np.array([0b111111], np.int32)
+    groups = TokenGroups(first_bytes(toks))
+    picks = [Walker(groups, [5], seed=7).choose(allowed) for _ in range(2)]
     assert picks[0] == picks[1]
-    w = Walker(first_bytes(toks), [5], seed=0)
+    w = Walker(groups, [5], seed=0)
     got = [w.choose(allowed) for _ in range(300)]
     # three groups (a…, b, the end token), each about a third of the draws
     assert all(60 < sum(1 for t in got if t in group) < 140 for group in ({0, 1, 2, 3}, {4}, {5}))
-    assert w.choose(np.zeros(6, bool)) is None
+    assert w.choose(np.zeros(1, np.int32)) is None
+    only_b = np.array([0b010000], np.int32)
+    assert {w.choose(only_b) for _ in range(20)} == {4}
 
 
 # ---------------------------------------------------------------- the judge's repair steps (no engine)

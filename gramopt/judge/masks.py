@@ -34,14 +34,13 @@ what they leave) to walks. The check can miss a difference, never invent one.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
 from ..grammar import Grammar
-from .trajectories import WALK_TOKENS, Walker, first_bytes, interleave, sentences, token_paths
+from .trajectories import WALK_TOKENS, TokenGroups, Walker, first_bytes, interleave, sentences, token_paths
 
 ENGINE_NAMES = ("xgrammar", "llguidance", "llama.cpp")
 STEP_SHARE = {"xgrammar": 1.0, "llguidance": 1.0, "llama.cpp": 1 / 20}
@@ -143,8 +142,8 @@ def _adapter(name: str):
 
 
 @lru_cache(maxsize=1)
-def _first_bytes() -> np.ndarray:
-    return first_bytes(_env().vocab.token_bytes)
+def _groups() -> TokenGroups:
+    return TokenGroups(first_bytes(_env().vocab.token_bytes))
 
 
 def _end_ids(name: str) -> frozenset[int]:
@@ -155,8 +154,8 @@ def _end_ids(name: str) -> frozenset[int]:
     return frozenset(v.eos_ids)
 
 
-def _digest(row: np.ndarray) -> bytes:
-    return hashlib.blake2b(row.tobytes(), digest_size=16).digest()
+def _digest(row: np.ndarray) -> int:
+    return hash(row.tobytes())  # compared within one process only
 
 
 def _allowed(row: np.ndarray, n: int) -> np.ndarray:
@@ -171,7 +170,7 @@ class _Path:
 
     kind: str
     tokens: list[int] = field(default_factory=list)
-    digests: list[bytes] = field(default_factory=list)
+    digests: list[int] = field(default_factory=list)
 
 
 class EngineCheck:
@@ -219,7 +218,7 @@ class EngineCheck:
             fixed -= used
             left -= used
             trace.append(path)
-        walker = Walker(_first_bytes(), self.end, self.seed)
+        walker = Walker(_groups(), self.end, self.seed)
         for _ in range(MAX_WALKS):
             if left <= 0:
                 break
@@ -248,11 +247,10 @@ class EngineCheck:
     def _walk(self, m, walker: Walker, budget: int) -> tuple[_Path, int]:
         path = _Path("random walk")
         m.reset()
-        n = len(self.vocab)
         for _ in range(min(budget, WALK_TOKENS)):
             m.fill(self.row)
             path.digests.append(_digest(self.row))
-            t = walker.choose(np.unpackbits(self.row.view(np.uint8), bitorder="little")[:n].view(bool))
+            t = walker.choose(self.row)
             if t is None or t in self.end or not m.accept(t):
                 break
             path.tokens.append(t)

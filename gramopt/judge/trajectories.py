@@ -3,7 +3,8 @@ and the candidate's masks are compared.
 
     sentences(grammar, n, seed) -> list[bytes]       sentences derived at random from the input
     token_paths(texts, encode, max_tokens, end) -> list[tuple[int, ...]]
-    Walker(first_bytes, end_ids, seed).choose(allowed) -> int   one seeded step of a walk
+    Walker(TokenGroups(first_bytes(tokens)), end_ids, seed).choose(allowed) -> int | None
+                                                     one seeded step of a walk
     WALK_TOKENS, SENTENCES, TRAJECTORY_TOKENS
 
 Three sources, all seeded and counted in work units (tokens, never seconds):
@@ -80,31 +81,70 @@ def interleave(*sources: Sequence) -> list:
     return out
 
 
-class Walker:
-    """Seeded choices of a random walk through a mask (module docstring). ``first_bytes[t]``
-    is token t's first byte (-1 for a token without bytes); ``end_ids`` end a walk."""
+class TokenGroups:
+    """A vocabulary's token ids grouped by first byte (``first_bytes[t]``, -1 for a token
+    without bytes: a group of its own), built once per vocabulary."""
 
-    def __init__(self, first_bytes: np.ndarray, end_ids: Iterable[int], seed: int = 0):
-        self.order = np.argsort(first_bytes, kind="stable")  # token ids grouped by first byte
+    def __init__(self, first_bytes: np.ndarray):
+        self.first = first_bytes
+        self.order = np.argsort(first_bytes, kind="stable")
         firsts = first_bytes[self.order]
         self.starts = np.flatnonzero(np.r_[True, firsts[1:] != firsts[:-1]])
         self.bounds = np.r_[self.starts, firsts.size]
-        self.group_byte = firsts[self.starts]
+        self.byte = firsts[self.starts]
+
+    def __len__(self) -> int:
+        return self.starts.size
+
+    def members(self, g: int) -> np.ndarray:
+        return self.order[self.bounds[g]:self.bounds[g + 1]]
+
+
+class Walker:
+    """Seeded choices of a random walk through a mask (module docstring); ``end_ids`` end a
+    walk."""
+
+    TRIES = 24        # draws of a group before its allowed groups are listed
+    FEW_WORDS = 512   # a mask with at most this many nonzero words is listed token by token
+
+    def __init__(self, groups: TokenGroups, end_ids: Iterable[int], seed: int = 0):
+        self.groups = groups
         self.end = frozenset(int(t) for t in end_ids)
         self.rng = random.Random(seed)
 
-    def choose(self, allowed: np.ndarray) -> int | None:
-        """A token whose bit is set in ``allowed`` (one bool per token), None when none is.
-        An end token is one of the choices (tokens without bytes are a group of their own),
-        so walks also stop where the language may."""
-        in_order = allowed[self.order]
-        groups = np.flatnonzero(np.logical_or.reduceat(in_order, self.starts))
-        if groups.size == 0:
-            return None
-        g = int(groups[self.rng.randrange(groups.size)])
-        ids = self.order[self.bounds[g]:self.bounds[g + 1]]
-        among = ids[in_order[self.bounds[g]:self.bounds[g + 1]]]
-        if self.group_byte[g] < 0:  # tokens without bytes: an end token if one is allowed
+    def choose(self, row: np.ndarray) -> int | None:
+        """A token the packed mask ``row`` allows (int32 words, bit i of word i//32), None
+        when it allows none: a first-byte group uniformly among those with an allowed token,
+        then a token uniformly within it. An end token is one of the choices (tokens without
+        bytes are a group of their own), so walks also stop where the language may. (A
+        sparse mask is listed; a dense one is drawn from with rejection: the same law.)"""
+        gs = self.groups
+        n = gs.first.size
+        words = np.flatnonzero(row)
+        if words.size <= self.FEW_WORDS:
+            bits = np.unpackbits(row[words].view(np.uint8), bitorder="little").reshape(-1, 32).astype(bool)
+            ids = (words[:, None] * 32 + np.arange(32))[bits]
+            ids = ids[ids < n]
+            if ids.size == 0:
+                return None
+            firsts = gs.first[ids]
+            live = np.unique(firsts)
+            b = live[self.rng.randrange(live.size)]
+            return self._within(ids[firsts == b], b)
+        allowed = np.unpackbits(row.view(np.uint8), bitorder="little")[:n].view(bool)
+        for _ in range(self.TRIES):
+            g = self.rng.randrange(len(gs))
+            ids = gs.members(g)
+            among = ids[allowed[ids]]
+            if among.size:
+                return self._within(among, gs.byte[g])
+        live = np.flatnonzero(np.logical_or.reduceat(allowed[gs.order], gs.starts))
+        g = int(live[self.rng.randrange(live.size)])
+        ids = gs.members(g)
+        return self._within(ids[allowed[ids]], gs.byte[g])
+
+    def _within(self, among: np.ndarray, first: int) -> int:
+        if first < 0:  # tokens without bytes: an end token if one is allowed
             ends = sorted(t for t in among.tolist() if t in self.end)
             return ends[0] if ends else int(among.min())
         return int(among[self.rng.randrange(among.size)])
@@ -115,5 +155,5 @@ def first_bytes(token_bytes: Sequence[bytes]) -> np.ndarray:
     return np.array([b[0] if b else -1 for b in token_bytes], np.int16)
 
 
-__all__ = ["SENTENCES", "TRAJECTORY_TOKENS", "WALK_TOKENS", "Walker", "first_bytes", "interleave", "sentences",
+__all__ = ["SENTENCES", "TRAJECTORY_TOKENS", "TokenGroups", "WALK_TOKENS", "Walker", "first_bytes", "interleave", "sentences",
            "token_paths"]
