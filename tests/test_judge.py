@@ -239,3 +239,24 @@ def test_work_limit_flag_reaches_the_limits():
     from gramopt.grammar import GrammarError
     with pytest.raises(GrammarError, match="--max-engine-check-steps must not be negative"):
         work_limits(max_engine_check_steps=-1)
+
+
+def test_cli_flag_bad_value_is_a_usage_error(tmp_path, capsys):
+    from gramopt.cli import main
+    src = tmp_path / "g.ebnf"
+    src.write_text('root ::= "a" | "b"\n', encoding="utf-8")
+    assert main(["optimize", str(src), "-o", str(tmp_path / "o.ebnf"), "--max-engine-check-steps", "-1"]) == 2
+    assert "--max-engine-check-steps must not be negative (got -1)" in capsys.readouterr().err
+    assert main(["optimize", str(src), "-o", str(tmp_path / "o.ebnf"), "--target", "generic",
+                 "--max-engine-check-steps", "0"]) == 0
+
+
+def test_the_batch_cache_key_holds_the_engine_check_budget_and_engines():
+    from gramopt.batch import Item, item_key
+    from gramopt.judge import engine_versions
+    from gramopt.targets import get
+    item = Item("a.gbnf", "gbnf", 'root ::= "a"\n', "a.gbnf", 0, "out/a.gbnf")
+    base = item_key(item, {"target": "xgrammar"})
+    assert item_key(item, {"target": "xgrammar", "max_engine_check_steps": 7}) != base
+    assert set(engine_versions(get("portable"))) <= {"xgrammar", "llguidance", "llama.cpp"}
+    assert engine_versions(get("generic")) == {}
