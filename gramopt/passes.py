@@ -452,21 +452,23 @@ def work_limits(max_nodes: int | None = None, max_iterations: int | None = None,
 
 def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=None, limits: Limits | None = None,
              verify: bool = True, callback=None, cost_model: str | None = None, fast: bool = False,
-             bounds: "Bounds | None" = None) -> Result:
+             bounds: "Bounds | None" = None, samples: tuple[bytes, ...] = ()) -> Result:
     """Optimize ``grammar`` for ``target`` (see the module docstring). ``cost_model`` names a
     calibrated model (a file, or a folder of ``ENGINE.json`` as ``gramopt calibrate``
     writes) for a target that uses one; by default the one shipped in the package.
     ``fast``: the per-request mode (``REQUEST_PASSES`` once, a check proportional to what
     changed). ``bounds`` are the language check's (``gramopt.verify.Bounds``); when its work
     budget (``max_work``) is spent before a verdict, the input is returned unchanged and
-    ``report.stops`` says so — the same on every machine. Runs with the cyclic garbage
-    collector paused (``gramopt.collector``)."""
+    ``report.stops`` says so — the same on every machine. ``samples``: sentences of the
+    language (bytes, e.g. a schema's valid instances) the judge follows first when it compares
+    the output's masks with the input's in the target's engines (``gramopt.judge``). Runs with
+    the cyclic garbage collector paused (``gramopt.collector``)."""
     with paused():
-        return _optimize(grammar, target, passes, limits, verify, callback, cost_model, fast, bounds)
+        return _optimize(grammar, target, passes, limits, verify, callback, cost_model, fast, bounds, tuple(samples))
 
 
 def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits | None, verify: bool, callback,
-              cost_model: str | None, fast: bool, bounds: "Bounds | None") -> Result:
+              cost_model: str | None, fast: bool, bounds: "Bounds | None", samples: tuple = ()) -> Result:
     t0 = time.perf_counter()
     check_size(grammar)
     pm = PassManager(REQUEST_PASSES if fast and passes is None else passes, target, limits, callback, cost_model)
@@ -476,7 +478,7 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
         out, reports = pm.run_to_fixpoint(grammar)
     if out != grammar and (pm.ctx.target.checked_in or pm.ctx.target.guard is not None):
         with stage("engine check"):
-            out = _judged(grammar, out, pm, reports, fast, bounds)
+            out = _judged(grammar, out, pm, reports, fast, bounds, samples)
     if out == grammar:
         out = grammar  # keep comments and positions when nothing changed
     report = Report(pm.ctx.target.name, reports, _kappa(grammar), _kappa(out), sac_proxy(grammar), sac_proxy(out),
@@ -557,7 +559,7 @@ def _fallbacks(grammar: Grammar, pm: PassManager, safer: bool = True):
 
 
 def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast: bool = False,
-            bounds: "Bounds | None" = None) -> Grammar:
+            bounds: "Bounds | None" = None, samples: tuple = ()) -> Grammar:
     """The passes' output as the judge (``gramopt.judge``) decides: the target's ``guard``
     (no engine's cost may grow) and its masks in every engine of ``checked_in``; a rejected
     output gives way to a repair (the culprit pass's rules restored, or the pipeline without
@@ -580,7 +582,7 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast
 
     optimizer = Optimizer(tuple(pm.names), lambda name, g: replay.run_pass(name, g)[0], without,
                           lambda safer: list(_fallbacks(grammar, pm, safer)), same_language,
-                          pm.ctx.limits.engine_check_steps, models)
+                          pm.ctx.limits.engine_check_steps, models, samples)
     tick = time.perf_counter()
     verdict = judge(grammar, out, t, optimizer)
     seconds = time.perf_counter() - tick
