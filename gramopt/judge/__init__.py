@@ -67,7 +67,7 @@ class Verdict:
     grammar: Grammar
     engine_notes: list[str] = field(default_factory=list)
     guard_notes: list[str] | None = None
-    dropped: list[str] = field(default_factory=list)  # passes or rules dropped, with why
+    dropped: list[str] = field(default_factory=list)  # the passes or rules dropped from what is kept, and why
     comparisons: int = 0  # mask comparisons spent on candidates, all engines
 
 
@@ -192,6 +192,7 @@ def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: 
     without the culprit pass, whichever passes every check first (module docstring); None
     when neither does within ``MAX_DROPS`` culprits."""
     dropped: frozenset = frozenset()
+    why: dict[str, str] = {}
     current = out
     for _ in range(MAX_DROPS):
         engine = diff.engine
@@ -210,14 +211,16 @@ def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: 
                 verdict.dropped.append(what)
                 return f"the passes' output without {what}", fixed
         dropped = dropped | {culprit}
-        verdict.dropped.append(f"pass {culprit} ({diff.engine} masks differ)")
+        why[culprit] = f"pass {culprit} ({diff.engine} masks differ)"
         current = optimizer.without(dropped)
         if current == original:
             return None
         nxt = engines.difference(current)
         if nxt is None:
-            return ((f"the passes' output without pass {', '.join(sorted(dropped))}", current)
-                    if acceptable(current) else None)
+            if not acceptable(current):
+                return None
+            verdict.dropped += [why[p] for p in sorted(dropped)]
+            return f"the passes' output without pass {', '.join(sorted(dropped))}", current
         verdict.engine_notes.append(f"without pass {', '.join(sorted(dropped))}: {nxt.describe()}")
         diff = nxt
     return None
