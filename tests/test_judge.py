@@ -260,3 +260,16 @@ def test_the_batch_cache_key_holds_the_engine_check_budget_and_engines():
     assert item_key(item, {"target": "xgrammar", "max_engine_check_steps": 7}) != base
     assert set(engine_versions(get("portable"))) <= {"xgrammar", "llguidance", "llama.cpp"}
     assert engine_versions(get("generic")) == {}
+
+
+def test_llamacpp_masks_are_compared_on_a_smaller_budget():
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("gguf")
+    from gramopt.judge.masks import EngineCheck
+    plain = parse('root ::= "\\"" s "}"\ns ::= [a-z] s | "\\""', "gbnf")
+    check = EngineCheck("llama.cpp", plain, 400)
+    assert check.steps == 10
+    assert check.difference(parse('root ::= "\\"" [a-z]* "\\"" "}"', "gbnf")) is None
+    d = check.difference(parse('root ::= "\\"" [a-y]* "\\"" "}"', "gbnf"))
+    assert d is not None and d.engine == "llama.cpp" and b"z" in d.only_input
+    assert check.spent <= 2 * check.steps

@@ -28,7 +28,7 @@ fix-up), the step is the *input's* error and the walk goes on; otherwise it is a
 
 Budget. ``steps``: mask comparisons per engine (work units: the same input gives the same
 verdict on any machine); each engine takes ``STEP_SHARE`` of it (llama.cpp's masks cost
-10-50 ms, a thousand times xgrammar's). Half goes to samples and sentences, the rest (and
+10-170 ms, a thousand times xgrammar's). Half goes to samples and sentences, the rest (and
 what they leave) to walks. The check can miss a difference, never invent one.
 """
 
@@ -43,7 +43,7 @@ from ..grammar import Grammar
 from .trajectories import WALK_TOKENS, TokenGroups, Walker, first_bytes, interleave, sentences, token_paths
 
 ENGINE_NAMES = ("xgrammar", "llguidance", "llama.cpp")
-STEP_SHARE = {"xgrammar": 1.0, "llguidance": 1.0, "llama.cpp": 1 / 20}
+STEP_SHARE = {"xgrammar": 1.0, "llguidance": 1.0, "llama.cpp": 1 / 40}  # llama.cpp: ~50-170 ms a mask
 SHOWN = 6         # tokens a description names per side
 JUDGED = 24       # tokens per side judged against the language at a differing step
 MAX_WALKS = 64    # walks per trace, whatever the budget left
