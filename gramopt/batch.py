@@ -44,7 +44,7 @@ SCHEMA_EXTENSIONS = (".json", ".jsonl")
 CACHE_FOLDER = ".gramopt-cache"
 _SHAPING = ("target", "passes", "verify", "to", "dialect", "start", "strict", "cost_model",  # options that
             "max_nodes", "max_iterations", "max_verify_work", "max_cleanup_work", "max_inline_work",  # shape bytes
-            "keep", "converter")
+            "max_engine_check_steps", "keep", "converter")
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,8 @@ def item_key(item: Item, options: dict) -> str:
     from .passes import cost_model_used
     shaping["cost_model"] = cost_model_used(targets.get(options.get("target", targets.DEFAULT)),
                                             options.get("cost_model"))[1]  # the model's bytes, by hash
+    from .judge import engine_versions  # the judge's verdicts are the installed engines'
+    shaping["engines"] = engine_versions(targets.get(options.get("target", targets.DEFAULT)))
     h = hashlib.sha256(json.dumps({"kind": item.kind, "options": shaping, "version": __version__,
                                    "out": os.path.splitext(item.dst)[1]}, sort_keys=True).encode())
     h.update(item.text.encode("utf-8"))

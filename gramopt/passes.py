@@ -14,7 +14,8 @@ The default pipeline (``DEFAULT_PASSES``) reads top to bottom::
     target      the target's fix-ups, once, last (gramopt.targets; xgrammar: star rules,
                 FOLLOW lookaheads, a root that rules reference delegates): no later
                 saturation undoes them
-    engine-check  for a target with one (llguidance)
+    guard, engine-check   the judge (gramopt.judge): the cost decision, and the output's token
+                masks against the input's in every engine the target promises
     verify      the output against the input
 
 Any pass runs alone: ``passes=["delegation", "inline"]``. The e-graph passes
@@ -26,10 +27,12 @@ left recursion (llama.cpp), where removing it may cost states: κ can grow only 
 ambiguity or (for an engine) a recursion goes away.
 
 Every difference between targets is a field of its ``Target`` record (``gramopt.targets``);
-nothing here compares target names. A target with an ``engine_check`` (llguidance: its masks
-along random sentences, ``engines/llguidance.py``, because its greedy lexer can accept less
-than the language, depending on the form) has the result checked in the engine itself; on a
-difference the e-graph passes' output is dropped.
+nothing here compares target names. A target that promises engines (``checked_in``) or has a
+``guard`` has the result judged (``gramopt.judge``): its masks in each engine installed must
+equal the input's along deterministic trajectories (xgrammar trusts lookahead assertions,
+llguidance's greedy lexer accepts less than the language: a same-language output can still
+differ there); on a difference the pass and then the rules that caused it are found and
+dropped, and the report says which.
 
 ``fast=True`` is the per-request mode (a serving stack optimizing the grammar of each
 request's JSON schema, where the optimizer must cost less than the engine's compile):
@@ -448,19 +451,20 @@ def request_bounds(a: Grammar, b: Grammar):
 
 
 WORK_LIMITS = ("max_nodes", "max_iterations", "max_verify_work", "max_cleanup_work",
-               "max_inline_work")  # options that shape the output
+               "max_inline_work", "max_engine_check_steps")  # options that shape the output
 _LIMIT_FIELDS = {"max_nodes": "nodes", "max_iterations": "iterations", "max_cleanup_work": "cleanup_work",
-                 "max_inline_work": "inline_work"}
+                 "max_inline_work": "inline_work", "max_engine_check_steps": "engine_check_steps"}
 
 
 def work_limits(max_nodes: int | None = None, max_iterations: int | None = None,
                 max_verify_work: int | None = None, max_cleanup_work: int | None = None,
-                max_inline_work: int | None = None) -> dict:
-    """``passes.optimize``'s ``limits`` (the e-graph's and the clean-ups' and inliner's
-    budgets) and ``bounds`` (the language check's) for the work limits given on the
+                max_inline_work: int | None = None, max_engine_check_steps: int | None = None) -> dict:
+    """``passes.optimize``'s ``limits`` (the e-graph's, the clean-ups', the inliner's and the
+    judge's budgets) and ``bounds`` (the language check's) for the work limits given on the
     command line (None: the default)."""
     given = dict(max_nodes=max_nodes, max_iterations=max_iterations, max_verify_work=max_verify_work,
-                 max_cleanup_work=max_cleanup_work, max_inline_work=max_inline_work)
+                 max_cleanup_work=max_cleanup_work, max_inline_work=max_inline_work,
+                 max_engine_check_steps=max_engine_check_steps)
     for name, value in given.items():
         if value is not None and value < 0:
             raise GrammarError(f"--{name.replace('_', '-')} must not be negative (got {value})")
@@ -470,7 +474,7 @@ def work_limits(max_nodes: int | None = None, max_iterations: int | None = None,
 
 def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=None, limits: Limits | None = None,
              verify: bool = True, callback=None, cost_model: str | None = None, fast: bool = False,
-             bounds: "Bounds | None" = None, keep=()) -> Result:
+             bounds: "Bounds | None" = None, keep=(), samples: tuple[bytes, ...] = ()) -> Result:
     """Optimize ``grammar`` for ``target`` (see the module docstring). ``cost_model`` names a
     calibrated model (a file, or a folder of ``ENGINE.json`` as ``gramopt calibrate``
     writes) for a target that uses one; by default the one shipped in the package.
@@ -478,18 +482,21 @@ def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=
     changed). ``bounds`` are the language check's (``gramopt.verify.Bounds``); when its work
     budget (``max_work``) is spent before a verdict, the input is returned unchanged and
     ``report.stops`` says so — the same on every machine. ``keep`` names rules kept as entry
-    points besides the start (never removed, inlined away or renamed: ``_pinned``). Runs with
-    the cyclic garbage collector paused (``gramopt.collector``)."""
+    points besides the start (never removed, inlined away or renamed: ``_pinned``). ``samples``:
+    sentences of the language (bytes, e.g. a schema's valid instances) the judge follows first
+    when it compares the output's masks with the input's in the target's engines
+    (``gramopt.judge``). Runs with the cyclic garbage collector paused (``gramopt.collector``)."""
     missing = [k for k in keep if k not in grammar]
     if missing:
         raise GrammarError(f"keep: no rule named '{missing[0]}'")
     with paused():
         return _optimize(grammar, target, passes, limits, verify, callback, cost_model, fast, bounds,
-                         tuple(dict.fromkeys(keep)))
+                         tuple(dict.fromkeys(keep)), tuple(samples))
 
 
 def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits | None, verify: bool, callback,
-              cost_model: str | None, fast: bool, bounds: "Bounds | None", keep: tuple[str, ...] = ()) -> Result:
+              cost_model: str | None, fast: bool, bounds: "Bounds | None", keep: tuple[str, ...] = (),
+              samples: tuple = ()) -> Result:
     t0 = time.perf_counter()
     check_size(grammar)
     pm = PassManager(REQUEST_PASSES if fast and passes is None else passes, target, limits, callback, cost_model,
@@ -498,9 +505,9 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
         out, reports = pm.run(grammar)
     else:
         out, reports = pm.run_to_fixpoint(grammar)
-    if out != grammar and (pm.ctx.target.engine_check is not None or pm.ctx.target.guard is not None):
+    if out != grammar and (pm.ctx.target.checked_in or pm.ctx.target.guard is not None):
         with stage("engine check"):
-            out = _judged(grammar, out, pm, reports)
+            out = _judged(grammar, out, pm, reports, fast, bounds, samples)
     if out == grammar:
         out = grammar  # keep comments and positions when nothing changed
     report = Report(pm.ctx.target.name, reports, _kappa(grammar), _kappa(out), sac_proxy(grammar), sac_proxy(out),
@@ -586,75 +593,43 @@ def _fallbacks(grammar: Grammar, pm: PassManager, safer: bool = True):
         yield "the input", grammar
 
 
-def _settle(grammar: Grammar, out: Grammar, pm: PassManager, rep: PassReport, judge, ok: str,
-            safer: bool = True) -> Grammar:
-    """``out`` when ``judge(out)`` finds nothing against it (None), else the first of
-    ``_fallbacks`` it accepts, the last one unconditionally; the finding and what was kept
-    are ``rep``'s notes. ``judge`` also applies the target's guard, if any."""
-    why = judge(out)
-    if why is None:
-        rep.notes.append(ok)
-        return out
-    rep.notes.append(why)
-    options = list(_fallbacks(grammar, pm, safer))
-    for i, (label, cand) in enumerate(options):
-        last = i == len(options) - 1
-        if last or (cand != grammar and cand != options[-1][1] and judge(cand) is None):
-            rep.notes.append(f"kept {label}")
-            return cand
-    return out  # pragma: no cover - the last option is always taken
-
-
-def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list) -> Grammar:
-    """A target with a ``guard`` (portable: no engine's static cost may grow) or an
-    ``engine_check`` (llguidance: its own masks must not tell ``out`` from ``grammar``, its
-    greedy lexer accepts less than the language and which rules it lexes changes with the
-    form) has the passes' output judged against the input; a rejected output gives way to
-    ``_fallbacks`` (the guard's: straight to the input with only the fix-ups). Each judge's finding is its pass report's note ("guard",
-    "engine-check")."""
+def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast: bool = False,
+            bounds: "Bounds | None" = None, samples: tuple = ()) -> Grammar:
+    """The passes' output as the judge (``gramopt.judge``) decides: the target's ``guard``
+    (no engine's cost may grow) and its masks in every engine of ``checked_in``; a rejected
+    output gives way to a repair (the culprit pass's rules restored, or the pipeline without
+    that pass), then to ``_fallbacks``. Each judge's notes are its pass report's ("guard",
+    "engine-check"); the judge is lent what it needs of the pass manager, nothing else."""
+    from .judge import Optimizer, judge
+    from .verify import check_equivalence
     t = pm.ctx.target
-    guard = t.guard
-    baseline = []  # the input with only the fix-ups: the guard's fallback, never judged by it
     # a model the user named prices the target's engine in the guard as in the extractor
     models = {t.calibrated_engine: pm.ctx.cost_model} if t.calibrated_engine and pm.ctx.cost_model else None
+    replay = PassManager(pm.names, t, pm.ctx.limits, None, pm.ctx.cost_model, pm.ctx.keep)
 
-    def guarded(cand: Grammar) -> str | None:
-        if guard is None or cand == grammar:
-            return None
-        if not baseline:
-            baseline.append(list(_fallbacks(grammar, pm, safer=False))[-1][1])
-        return None if cand == baseline[0] else guard.worse(grammar, cand, models)
+    def without(dropped: frozenset) -> Grammar:
+        rest = PassManager([n for n in pm.names if n not in dropped], t, pm.ctx.limits, None, pm.ctx.cost_model,
+                           pm.ctx.keep)
+        return (rest.run(grammar) if fast else rest.run_to_fixpoint(grammar))[0]
 
-    if guard is not None and out != grammar:
-        rep = PassReport("guard", _kappa(out), _kappa(out), len(out.rules), len(out.rules), 0.0)
-        tick = time.perf_counter()
-        def guard_judge(cand: Grammar) -> str | None:
-            why = guarded(cand)
-            return None if why is None else f"{guard.name}: {why}"
-        # straight to the input: the clean-ups alone are no safer for every engine (fused
-        # literals and merged classes measured 0.8-0.9x in xgrammar on llama.cpp's c.gbnf)
-        out = _settle(grammar, out, pm, rep, guard_judge, f"{guard.name}: {guard.accepted}",
-                      safer=False)
-        rep.kappa_after, rep.rules_after, rep.seconds = _kappa(out), len(out.rules), time.perf_counter() - tick
-        reports.append(rep)
-    check = t.engine_check
-    if check is not None and out != grammar:
-        rep = PassReport("engine-check", _kappa(out), _kappa(out), len(out.rules), len(out.rules), 0.0)
-        tick = time.perf_counter()
-        why_not = None if check.available() else f"{check.name} not installed: engine check skipped"
-        why_not = why_not or check.why_not_checked(grammar)
-        if why_not:
-            rep.notes.append(why_not)
-        else:
-            def judge(cand: Grammar) -> str | None:
-                if cand == grammar:
-                    return None
-                diff = check.difference(grammar, cand)
-                return f"{check.name} differs {diff.describe()}" if diff is not None else guarded(cand)
-            out = _settle(grammar, out, pm, rep, judge, f"{check.name} masks agree")
-        rep.kappa_after, rep.rules_after, rep.seconds = _kappa(out), len(out.rules), time.perf_counter() - tick
-        reports.append(rep)
-    return out
+    def same_language(a: Grammar, b: Grammar) -> bool:
+        res = check_equivalence(a, b, bounds or Bounds())
+        return res.ok and not res.stats.get("work_spent") and not res.stats.get("safety_limit")
+
+    optimizer = Optimizer(tuple(pm.names), lambda name, g: replay.run_pass(name, g)[0], without,
+                          lambda safer: list(_fallbacks(grammar, pm, safer)), same_language,
+                          pm.ctx.limits.engine_check_steps, models, samples)
+    tick = time.perf_counter()
+    verdict = judge(grammar, out, t, optimizer)
+    seconds = time.perf_counter() - tick
+    kept = verdict.grammar
+    for name, notes in (("guard", verdict.guard_notes), ("engine-check", verdict.engine_notes if t.checked_in else None)):
+        if notes is not None:
+            rep = PassReport(name, _kappa(out), _kappa(kept), len(out.rules), len(kept.rules),
+                             seconds if name == "engine-check" else 0.0)
+            rep.notes = list(notes)
+            reports.append(rep)
+    return kept
 
 
 def _bisect(grammar: Grammar, pm: PassManager, check) -> str | None:

@@ -23,7 +23,7 @@ LAYERS = [  # floor 0 is the ground
     {"formats", "costmodels", "verify", "runtime"},
     {"rewrites", "egraph", "transforms", "sampling"},
     {"targets", "engines"},
-    {"passes", "bench"},
+    {"passes", "judge", "bench"},
     {"cli", "batch", "summary", "__init__", "__main__"},
 ]
 FLOOR = {p: i for i, floor in enumerate(LAYERS) for p in floor}

@@ -84,6 +84,10 @@ def add_arguments(o) -> None:
     o.add_argument("--max-inline-work", type=int, metavar="N",
                    help="work limit of the inliner, in κ of the bodies it rewrites (default: "
                         "egraph.Limits.inline_work); when spent it stops, the stop reason printed")
+    o.add_argument("--max-engine-check-steps", type=int, metavar="N",
+                   help="work limit of the engine check, in token-mask comparisons per engine (default: "
+                        "egraph.Limits.engine_check_steps; 0 turns it off): the output's masks against the "
+                        "input's in every engine the target promises (gramopt.judge)")
 
 
 def run(args) -> int:

@@ -37,7 +37,9 @@ class Limits:
     """The optimizer's work limits: saturation's (iterations, e-nodes, growth), and the
     budgets of the passes around it (``gramopt.passes``): ``cleanup_work`` in expression
     nodes and literal code points per clean-up run, ``inline_work`` in κ of the rule bodies
-    the inliner rewrites. All are work units (same input, same output on any machine)."""
+    the inliner rewrites, ``engine_check_steps`` the judge's mask comparisons per engine
+    (``gramopt.judge``: a JSON-schema grammar's check costs ~0.1-0.3 s in xgrammar; 0 turns
+    the engine check off). All are work units (same input, same output on any machine)."""
 
     iterations: int = 12
     nodes: int = 60_000
@@ -45,9 +47,11 @@ class Limits:
     safety_seconds: float = math.inf  # outer safety limit only, off by default (module docstring)
     cleanup_work: int = 50_000_000
     inline_work: int = 50_000_000
+    engine_check_steps: int = 600
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "nodes", "growth", "safety_seconds", "cleanup_work", "inline_work"):
+        for name in ("iterations", "nodes", "growth", "safety_seconds", "cleanup_work", "inline_work",
+                     "engine_check_steps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"limit {name} must not be negative (got {getattr(self, name)})")
 

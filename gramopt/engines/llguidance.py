@@ -1,9 +1,9 @@
-"""llguidance (1.9.1) behind the engine interface, and the llguidance target's engine check.
+"""llguidance (1.9.1) behind the engine interface, and its check over a byte vocabulary.
 
     Llguidance(env)                       the bench / calibration adapter (GBNF, Lark as Lark;
                                           compile time: the matcher plus its first mask)
     engine_difference(original, optimized, samples=48, seed=0) -> Difference | None
-    CHECK                                 the check as ``Target.engine_check`` reads it
+                                          (one part of the judge's llguidance check, ``gramopt.judge``)
     available() -> bool
 
 Why a check in the engine itself. llguidance reads GBNF through its ``gbnf_to_lark``: every
@@ -133,26 +133,6 @@ def engine_difference(original: Grammar, optimized: Grammar, samples: int = 48,
     return None
 
 
-class LlguidanceCheck:
-    """``engine_difference`` as a ``Target.engine_check``."""
-
-    name = "llguidance"
-
-    def available(self) -> bool:
-        return available()
-
-    def why_not_checked(self, grammar: Grammar) -> str | None:
-        if grammar.dialect == "lark":
-            return "Lark grammar: engine check skipped (sentences are terminal sequences)"
-        return None
-
-    def difference(self, original: Grammar, optimized: Grammar) -> Difference | None:
-        return engine_difference(original, optimized)
-
-
-CHECK = LlguidanceCheck()
-
-
 # ---------------------------------------------------------------- the adapter
 
 
@@ -240,5 +220,5 @@ class Llguidance(Engine):
         return times
 
 
-__all__ = ["CHECK", "Difference", "Llguidance", "LlguidanceMatcher", "available", "engine_difference",
+__all__ = ["Difference", "Llguidance", "LlguidanceMatcher", "available", "engine_difference",
            "sentences"]

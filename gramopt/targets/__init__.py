@@ -11,11 +11,10 @@ Measured reasons for each field are beside it (``benchmarks/results/bench-2026-1
 from __future__ import annotations
 
 from ..costmodels.objective import W_RECURSION
-from ..engines.llguidance import CHECK as LLGUIDANCE_CHECK
 from ..formats.lark_llguidance import LLGUIDANCE_LARK
 from ..grammar import Grammar
 from .guard import GUARD as _NO_SLOWER, llamacpp_guard
-from .target import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE, EngineCheck, Target
+from .target import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE, Target
 from .llamacpp import fixup as _llamacpp_fixup
 from .portable import fixup as _portable_fixup, no_left_recursion as _no_left_recursion
 from .xgrammar import fixup as _xgrammar_fixup
@@ -38,8 +37,9 @@ PORTABLE = Target(
     # engines disagree on the best form (xgrammar wants `S ::= "\"" | c S` with a lookahead,
     # llguidance the star): an output that costs any engine more (static counts) is not kept
     guard=_NO_SLOWER,
-    # llguidance's greedy lexer can accept less than the language, depending on the form
-    engine_check=LLGUIDANCE_CHECK)
+    # safe in every engine: its masks there must equal the input's (xgrammar trusts lookahead
+    # assertions; llguidance's greedy lexer can accept less than the language)
+    checked_in=("xgrammar", "llguidance", "llama.cpp"))
 
 GENERIC = Target(
     "generic", "pure κ + SAC-proxy, no engine quirks (a research target: its output may be "
@@ -63,6 +63,9 @@ XGRAMMAR = Target(
     recursion_penalty=W_RECURSION,
     calibrated_engine="xgrammar",
     fixups=(("xgrammar", _xgrammar_fixup),),
+    # xgrammar trusts a lookahead assertion where it does not hold (53 extra tokens after
+    # `{"hobby": "` on a JSONSchemaBench schema): its masks must equal the input's
+    checked_in=("xgrammar",),
     # the assertions are what makes xgrammar's mask cache fast (llama.cpp JSON: ~650× p50);
     # only xgrammar EBNF can carry them
     output_dialect="ebnf")
@@ -75,7 +78,8 @@ LLGUIDANCE = Target(
     # regular parts run in its lexer: 121× slower as recursive rules
     recursion_penalty=W_RECURSION,
     calibrated_engine="llguidance",
-    engine_check=LLGUIDANCE_CHECK,
+    # its greedy lexer can accept less than the language, depending on which rules it lexes
+    checked_in=("llguidance",),
     # llguidance's own JsonCompiler prints no grammar: llama.cpp's converter writes GBNF it reads
     schema_converter="llama.cpp",
     # llama-cpp-python is a source build: without it, xgrammar's converter written as GBNF
@@ -104,6 +108,7 @@ LLAMA_CPP = Target(
     # output measured 0.9-1.1x against the input with the same fix-ups (stack counts equal,
     # benchmarks/results/reach-2026-11-25): it is kept only where llama.cpp's model prices it lower
     guard=llamacpp_guard(_llamacpp_fixed_up),
+    checked_in=("llama.cpp",),
     schema_converter="llama.cpp")
 
 TARGETS: dict[str, Target] = {t.name: t for t in (PORTABLE, GENERIC, XGRAMMAR, LLGUIDANCE, LLAMA_CPP, EARLEY)}
@@ -127,5 +132,5 @@ def apply(grammar: Grammar, target: "str | Target", notes: list[str] | None = No
     return get(target).apply_fixups(grammar, notes, fired)
 
 
-__all__ = ["DEFAULT", "EngineCheck", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_NONE", "NAMES", "TARGETS",
+__all__ = ["DEFAULT", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_NONE", "NAMES", "TARGETS",
            "Target", "apply", "get"]

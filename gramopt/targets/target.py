@@ -31,21 +31,6 @@ class Guard(Protocol):
         """Why ``candidate`` may cost an engine more than ``original`` (None: keep it)."""
 
 
-class EngineCheck(Protocol):
-    """Asks the engine itself whether it treats two grammars alike (llguidance's greedy
-    lexer can accept less than the language, depending on the form)."""
-
-    name: str
-
-    def available(self) -> bool: ...
-
-    def why_not_checked(self, grammar: Grammar) -> str | None:
-        """A reason the grammar cannot be checked (None when it can)."""
-
-    def difference(self, original: Grammar, optimized: Grammar):
-        """The first step where the engine tells them apart (``.describe()``), or None."""
-
-
 INLINE_BY_KAPPA = "kappa"   # inline a rule where the exact κ does not grow
 INLINE_LEAVES = "leaves"    # also every leaf rule (names no rule), whatever κ says
 INLINE_NONE = "none"        # keep every rule
@@ -62,7 +47,9 @@ class Target:
     recursion), and an e-graph pass is never reverted for a κ that grew (removing left
     recursion may cost states). ``guard``: judges the pipeline's output against the input;
     a rejected output gives way to the passes without the e-graph ones, then to the input
-    with only the fix-ups (``passes.optimize``). ``calibrated_engine``: the engine whose fitted node
+    with only the fix-ups (``passes.optimize``). ``checked_in``: the engines the target
+    promises its output is safe in; the judge compares the output's token masks with the
+    input's in each of them that is installed (``gramopt.judge``). ``calibrated_engine``: the engine whose fitted node
     weights (``gramopt calibrate``) the extractor may use. ``output_dialect``: the dialect
     that carries what the fix-ups add (xgrammar's lookahead assertions need xgrammar EBNF);
     None when every dialect does.
@@ -76,7 +63,7 @@ class Target:
     left_recursion: bool = True
     calibrated_engine: str | None = None
     fixups: tuple[tuple[str, Fixup], ...] = ()
-    engine_check: EngineCheck | None = None
+    checked_in: tuple[str, ...] = ()
     guard: Guard | None = None
     output_dialect: str | None = None
     schema_converter: str = "xgrammar"  # whose JSON Schema converter makes its grammar (engines/jsonschema.py)
@@ -128,4 +115,4 @@ class Target:
         return grammar
 
 
-__all__ = ["EngineCheck", "Fixup", "Guard", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_NONE", "Target"]
+__all__ = ["Fixup", "Guard", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_NONE", "Target"]

@@ -1,0 +1,289 @@
+"""The judge: whether the optimizer's output may replace its input, decided in the engines.
+
+    verdict = judge(original, candidate, target, optimizer)
+    verdict.grammar                 what to write (the candidate, a repair of it, or a fallback)
+    verdict.engine_notes            the "engine-check" report's notes (what differed, what was dropped)
+    verdict.guard_notes             the "guard" report's notes (the cost decision), None without a guard
+    Optimizer(passes, run_pass, without, fallbacks, same_language, steps, models, samples)
+                                    what the judge needs of the optimizer, lent by it
+
+Two questions, in this order for each candidate:
+  1. cost: ``target.guard.worse(original, candidate, models)`` (``targets/guard.py``), asked
+     of neither the input nor the input with only the target's fix-ups (the last resort);
+  2. masks: in every engine the target promises (``Target.checked_in``; those installed),
+     the candidate's full token masks along deterministic trajectories must equal the
+     input's (``masks.EngineCheck``: samples, derived sentences, seeded walks; Qwen's
+     vocabulary; llguidance also over a byte vocabulary). A step where they differ is a
+     defect whatever the language check says (xgrammar trusts lookahead assertions).
+
+On a mask difference the culprit is found and dropped, cheapest loss first:
+  * per pass: the passes are replayed one at a time from the input; the first whose output
+    differs from the input *in that engine* is the culprit;
+  * per rule: the input's definitions of the rules the culprit changed are restored in the
+    candidate, one rule at a time, then all together (references the restored rules need
+    come back from the input too); a repair is kept only where the language check, the
+    cost decision and every engine's check pass;
+  * else the pipeline is rerun without the culprit pass (twice at most);
+  * else the optimizer's fallbacks (the passes without the e-graph ones), and last the
+    input with only the target's fix-ups — checked in the engines too: where even those
+    differ, the input itself.
+Everything is counted in work units (mask comparisons, replays): the same input gives the
+same verdict and bytes on any machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..grammar import Grammar, GrammarError
+from ..grammar.expr import refs
+from .masks import ENGINE_NAMES, EngineCheck, MaskDifference, NotChecked, installed
+
+MAX_DROPS = 2       # passes dropped (the pipeline rerun without them) before the fallbacks
+MAX_RULE_SETS = 6   # rule sets restored per culprit (the single rules first, then all of them)
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """What the judge needs of the optimizer that made the candidate, and nothing else of
+    it: the pass names in order, one pass on a grammar, the pipeline's output on the input
+    with some passes left out, the fallbacks (``(label, grammar)``, the last resort last;
+    ``safer=False``: the last resort alone), the language check, the cost models the user
+    named, the engine check's budget in mask comparisons, and samples of the language."""
+
+    passes: tuple[str, ...]
+    run_pass: Callable[[str, Grammar], Grammar]
+    without: Callable[[frozenset], Grammar]
+    fallbacks: Callable[[bool], list]
+    same_language: Callable[[Grammar, Grammar], bool]
+    steps: int
+    models: dict | None = None
+    samples: tuple[bytes, ...] = ()
+
+
+@dataclass
+class Verdict:
+    grammar: Grammar
+    engine_notes: list[str] = field(default_factory=list)
+    guard_notes: list[str] | None = None
+    dropped: list[str] = field(default_factory=list)  # the passes or rules dropped from what is kept, and why
+    comparisons: int = 0  # mask comparisons spent on candidates, all engines
+
+
+def engines_for(target) -> tuple[tuple[str, ...], list[str]]:
+    """(the engines to check in, why others the target promises are not): those of
+    ``target.checked_in`` that are installed."""
+    names, skipped = [], []
+    for e in getattr(target, "checked_in", ()):
+        (names if installed(e) else skipped).append(e)
+    return tuple(names), [f"{e} not installed" for e in skipped]
+
+
+def engine_versions(target) -> dict[str, str]:
+    """The version of each engine ``target`` promises that is installed: the judge's verdicts
+    are theirs, so a cache of outputs keys on them."""
+    from importlib.metadata import PackageNotFoundError, version
+    packages = {"xgrammar": "xgrammar", "llguidance": "llguidance", "llama.cpp": "llama-cpp-python"}
+    out = {}
+    for e in engines_for(target)[0]:
+        try:
+            out[e] = version(packages[e])
+        except PackageNotFoundError:
+            out[e] = "?"
+    return out
+
+
+class _Engines:
+    """Each engine's check of the input, made on first need; an engine that cannot check
+    the input is left out and named."""
+
+    def __init__(self, original: Grammar, names: tuple[str, ...], steps: int, samples: tuple[bytes, ...]):
+        self.original, self.names, self.steps, self.samples = original, names, steps, samples
+        self.checks: dict[str, EngineCheck | None] = {}
+        self.skipped: list[str] = []
+
+    def check(self, name: str) -> EngineCheck | None:
+        if name not in self.checks:
+            try:
+                self.checks[name] = EngineCheck(name, self.original, self.steps, samples=self.samples)
+            except NotChecked as e:
+                self.checks[name] = None
+                self.skipped.append(str(e))
+        return self.checks[name]
+
+    def difference(self, cand: Grammar, only: str | None = None) -> MaskDifference | None:
+        if cand == self.original or self.steps <= 0:
+            return None
+        for name in (only,) if only else self.names:
+            c = self.check(name)
+            d = c.difference(cand) if c is not None else None
+            if d is not None:
+                return d
+        return None
+
+    def status(self) -> str:
+        if self.steps <= 0:
+            return "engine check off (a budget of 0 mask comparisons)"
+        done = [n for n in self.names if self.checks.get(n) is not None]
+        spent = sum(c.spent for c in self.checks.values() if c is not None)
+        errors = sum(len(c.input_errors) for c in self.checks.values() if c is not None)
+        line = f"checked in {', '.join(done) or 'no engine'} ({spent:,} mask comparisons)"
+        if self.skipped:
+            line += "; not checked: " + "; ".join(self.skipped)
+        if errors:
+            line += (f"; {errors} step(s) where the input's own mask is the engine's error and the "
+                     f"candidate's is the language's")
+        return line
+
+
+def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -> Verdict:
+    """The grammar to write in place of ``candidate`` (module docstring), with the notes of
+    the "engine-check" and "guard" reports."""
+    names, not_installed = engines_for(target)
+    engines = _Engines(original, names, optimizer.steps, optimizer.samples)
+    engines.skipped += not_installed
+    guard = target.guard
+    last_label, last = optimizer.fallbacks(False)[-1]  # the last resort (cheap: the fix-ups alone)
+    verdict = Verdict(candidate, guard_notes=[] if guard is not None else None)
+
+    def cost_why(c: Grammar) -> str | None:
+        if guard is None or c == original or c == last:
+            return None
+        why = guard.worse(original, c, optimizer.models)
+        return None if why is None else f"{guard.name}: {why}"
+
+    def acceptable(c: Grammar) -> bool:
+        return cost_why(c) is None and engines.difference(c) is None
+
+    def done(grammar: Grammar, notes: list[str], note: str | None) -> Verdict:
+        verdict.grammar = grammar
+        verdict.engine_notes.insert(0, engines.status())
+        if note:
+            notes.append(note)
+        verdict.comparisons = sum(c.spent for c in engines.checks.values() if c is not None)
+        return verdict
+
+    why = cost_why(candidate)
+    if guard is not None:
+        verdict.guard_notes.append(why or f"{guard.name}: {guard.accepted}")
+    if why is None:
+        diff = engines.difference(candidate)
+        if diff is None:
+            return done(candidate, verdict.engine_notes, None)
+        verdict.engine_notes.append(diff.describe())
+        found = _repaired(original, candidate, diff, optimizer, engines, acceptable, verdict)
+        if found is not None:
+            return done(found[1], verdict.engine_notes, f"kept {found[0]}")
+        for label, c in optimizer.fallbacks(True)[:-1]:
+            if c != original and c != last and acceptable(c):
+                return done(c, verdict.engine_notes, f"kept {label}")
+    notes = verdict.guard_notes if why is not None else verdict.engine_notes
+    diff = engines.difference(last)
+    if diff is not None:  # even the target's fix-ups differ in an engine: the input itself
+        verdict.engine_notes.append(f"{last_label}: {diff.describe()}")
+        return done(original, verdict.engine_notes, "kept the input")
+    return done(last, notes, f"kept {last_label}")
+
+
+def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: Optimizer, engines: _Engines,
+              acceptable: Callable[[Grammar], bool], verdict: Verdict) -> tuple[str, Grammar] | None:
+    """(label, grammar): the candidate with the culprit's rules restored, or the pipeline
+    without the culprit pass, whichever passes every check first (module docstring); None
+    when neither does within ``MAX_DROPS`` culprits."""
+    dropped: frozenset = frozenset()
+    why: dict[str, str] = {}
+    current = out
+    for _ in range(MAX_DROPS):
+        engine = diff.engine
+        found = _culprit(original, optimizer, dropped, engines, engine)
+        if found is None:
+            verdict.engine_notes.append(f"no single pass replayed from the input differs in {engine}")
+            return None
+        culprit, before, after = found
+        changed = changed_rules(before, after)
+        for rules in rule_sets(changed):
+            fixed = restore(current, original, rules)
+            if fixed is None or fixed == current or not optimizer.same_language(original, fixed):
+                continue
+            if acceptable(fixed):
+                what = f"pass {culprit}'s rewrite of {', '.join(rules)} (the input's definition restored)"
+                verdict.dropped.append(what)
+                return f"the passes' output without {what}", fixed
+        dropped = dropped | {culprit}
+        why[culprit] = f"pass {culprit} ({diff.engine} masks differ)"
+        current = optimizer.without(dropped)
+        if current == original:
+            return None
+        nxt = engines.difference(current)
+        if nxt is None:
+            if not acceptable(current):
+                return None
+            verdict.dropped += [why[p] for p in sorted(dropped)]
+            return f"the passes' output without pass {', '.join(sorted(dropped))}", current
+        verdict.engine_notes.append(f"without pass {', '.join(sorted(dropped))}: {nxt.describe()}")
+        diff = nxt
+    return None
+
+
+def _culprit(original: Grammar, optimizer: Optimizer, dropped: frozenset, engines: _Engines,
+             engine: str) -> tuple[str, Grammar, Grammar] | None:
+    """(pass, its input, its output): the first pass, replayed one at a time from the input
+    (``dropped`` left out), whose output differs from the input in ``engine``."""
+    g = original
+    for name in optimizer.passes:
+        if name in dropped:
+            continue
+        nxt = optimizer.run_pass(name, g)
+        if nxt != g and engines.difference(nxt, only=engine) is not None:
+            return name, g, nxt
+        g = nxt
+    return None
+
+
+def changed_rules(before: Grammar, after: Grammar) -> list[str]:
+    """Names of the rules defined differently (or only) in one of the two grammars, in
+    ``after``'s order, then ``before``'s."""
+    a, b = {r.name: r for r in before.rules}, {r.name: r for r in after.rules}
+    names = [*b, *(n for n in a if n not in b)]
+    return [n for n in names if a.get(n) != b.get(n)]
+
+
+def rule_sets(changed: list[str]) -> list[tuple[str, ...]]:
+    """The sets of rules to restore, smallest first: each rule alone, then all of them
+    (``MAX_RULE_SETS`` in all)."""
+    sets = [(n,) for n in changed][:MAX_RULE_SETS - 1]
+    if len(changed) > 1:
+        sets.append(tuple(changed))
+    return sets
+
+
+def restore(grammar: Grammar, original: Grammar, names) -> Grammar | None:
+    """``grammar`` with the input's definitions of ``names`` (those the input has), plus the
+    input's rules they reference that ``grammar`` lacks, transitively; None when nothing is
+    restored or the result does not hold together."""
+    theirs = {r.name: r for r in original.rules}
+    rules = {r.name: r for r in grammar.rules}
+    todo = [n for n in names if n in theirs]
+    if not todo:
+        return None
+    for n in todo:
+        rules[n] = theirs[n]
+    pending = list(todo)
+    while pending:
+        r = rules[pending.pop()]
+        for ref in refs(r.body) + (refs(r.lookahead) if r.lookahead is not None else []):
+            if ref not in rules:
+                if ref not in theirs:
+                    return None
+                rules[ref] = theirs[ref]
+                pending.append(ref)
+    order = [*(r.name for r in grammar.rules), *(n for n in rules if n not in grammar)]
+    try:
+        return grammar.replace_rules(rules[n] for n in order).check()
+    except GrammarError:
+        return None
+
+
+__all__ = ["ENGINE_NAMES", "MAX_DROPS", "MAX_RULE_SETS", "MaskDifference", "Optimizer", "Verdict", "changed_rules",
+           "engine_versions", "engines_for", "judge", "restore", "rule_sets"]

