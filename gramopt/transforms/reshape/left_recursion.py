@@ -21,6 +21,9 @@ def remove_left_recursion(g: Grammar) -> tuple[Grammar, list[str]]:
     changed: list[str] = []
     rules = []
     for r in g.rules:
+        if r.pinned:  # an engine's own form stays as written (Rule.pinned)
+            rules.append(r)
+            continue
         alts = [x for a in _alternatives(r.body) for x in _split_leading_optional(a, r.name)]
         rec = [_after_left_ref(a, r.name) for a in alts]
         alphas = [x for x in rec if x is not None]
