@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..costmodels.objective import W_RECURSION
 from ..engines.llguidance import CHECK as LLGUIDANCE_CHECK
 from ..grammar import Grammar
+from ..transforms.cleanup import remove_redundancy
 from .guard import GUARD as _NO_SLOWER, llamacpp_guard
 from .target import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE, EngineCheck, Target
 from .llamacpp import fixup as _llamacpp_fixup
@@ -38,7 +39,11 @@ PORTABLE = Target(
     # llguidance the star): an output that costs any engine more (static counts) is not kept
     guard=_NO_SLOWER,
     # llguidance's greedy lexer can accept less than the language, depending on the form
-    engine_check=LLGUIDANCE_CHECK)
+    engine_check=LLGUIDANCE_CHECK,
+    # an output the guard or the engine check rejects still loses its pass-through and
+    # duplicated rules, split literals and unreachable rules (issue 23: 25 of 34 obfuscated
+    # corpus grammars came back larger than their clean form)
+    reduce=remove_redundancy)
 
 GENERIC = Target(
     "generic", "pure κ + SAC-proxy, no engine quirks (a research target: its output may be "

@@ -79,7 +79,10 @@ class Target:
     engine_check: EngineCheck | None = None
     guard: Guard | None = None
     output_dialect: str | None = None
-    schema_converter: str = "xgrammar"  # whose JSON Schema converter makes its grammar (engines/jsonschema.py)
+    schema_converter: str = "xgrammar"
+    # the input without its redundancy (``transforms.cleanup.remove_redundancy``): a fallback
+    # tried before the bare input when the passes' output is rejected (None: no such step)
+    reduce: Callable[[Grammar], Grammar] | None = None  # whose JSON Schema converter makes its grammar (engines/jsonschema.py)
 
     @property
     def reverts_costlier_passes(self) -> bool:
