@@ -614,10 +614,14 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list) -> G
         if why_not:
             rep.notes.append(why_not)
         else:
+            last = list(_fallbacks(grammar, pm, safer=False))[-1][1]  # kept, unjudged, if all else fails
+
             def judge(cand: Grammar) -> str | None:
                 if cand == grammar:
                     return None
                 diff = check.difference(grammar, cand)
+                if diff is not None and last != grammar and cand != last and check.difference(last, cand) is None:
+                    diff = None  # the engine treats it as it treats the last resort, which would be kept anyway
                 return f"{check.name} differs {diff.describe()}" if diff is not None else guarded(cand)
             out = _settle(grammar, out, pm, rep, judge, f"{check.name} masks agree")
         rep.kappa_after, rep.rules_after, rep.seconds = _kappa(out), len(out.rules), time.perf_counter() - tick

@@ -13,11 +13,10 @@ from __future__ import annotations
 from ..costmodels.objective import W_RECURSION
 from ..engines.llguidance import CHECK as LLGUIDANCE_CHECK
 from ..grammar import Grammar
-from ..transforms.cleanup import remove_redundancy
 from .guard import GUARD as _NO_SLOWER, llamacpp_guard
 from .target import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE, EngineCheck, Target
 from .llamacpp import fixup as _llamacpp_fixup
-from .portable import fixup as _portable_fixup, no_left_recursion as _no_left_recursion
+from .portable import fixup as _portable_fixup, no_left_recursion as _no_left_recursion, reduce as _portable_reduce
 from .xgrammar import fixup as _xgrammar_fixup
 
 
@@ -43,7 +42,7 @@ PORTABLE = Target(
     # an output the guard or the engine check rejects still loses its pass-through and
     # duplicated rules, split literals and unreachable rules (issue 23: 25 of 34 obfuscated
     # corpus grammars came back larger than their clean form)
-    reduce=remove_redundancy)
+    reduce=_portable_reduce)
 
 GENERIC = Target(
     "generic", "pure κ + SAC-proxy, no engine quirks (a research target: its output may be "

@@ -16,7 +16,10 @@ and rejects the candidate when any component grew for any of its engines; a ``st
 also rejects one whose model cost is not lower; a ``clear`` guard (the portable target's) one
 that no engine gains from clearly (``engine_shapes.clearly_better_for``: a model cost at most
 ``CLEAR_GAIN`` of the reference's, or a slow shape fewer; smaller static gains measured as
-noise, 0.88–1.08×) unless it has fewer rules than the reference with no cost grown.
+noise, 0.88–1.08×). A ``clear``
+guard keeps a candidate that costs every engine exactly what the reference does in fewer
+rules: what went is rules the start does not reach (or their duplicates), which engines
+compile but never step through.
 
 The portable target's reference (``GUARD``) is the input *without its redundancy*
 (``without_redundancy``: pass-through and duplicated rules merged, split literals fused,
@@ -42,8 +45,7 @@ from typing import Callable
 from ..costmodels.calibration import engine_node_weights
 from ..costmodels.engine_shapes import CLEAR_GAIN, ENGINE_SHAPES, clearly_better_for, engine_costs, worse_for
 from ..grammar import Grammar
-from ..transforms.cleanup import remove_redundancy
-from .portable import fixup as portable_fixup
+from .portable import fixup as portable_fixup, reduce as portable_reduce
 
 
 class NoSlowerGuard:
@@ -96,11 +98,10 @@ class NoSlowerGuard:
         return None
 
     def _clearly_better(self, ref: Grammar, candidate: Grammar, before: dict, after: dict) -> bool:
-        """Clearly cheaper for one engine, or (no cost having grown: ``worse`` checked) fewer
-        rules: a rule fewer is a rule less to compile and no step more to run."""
         if any(e in self.engines for e, *_ in clearly_better_for(before, after)):
             return True
-        return len(candidate.rules) < len(ref.rules)
+        same = all(before[e] == after[e] for e in self.engines)
+        return same and len(candidate.rules) < len(ref.rules)
 
 
 def _num(x) -> str:
@@ -109,9 +110,9 @@ def _num(x) -> str:
 
 def without_redundancy(g: Grammar) -> Grammar:
     """The portable target's reference form: ``g`` without its redundancy (pass-through and
-    duplicated rules, split literals, unreachable rules: ``transforms.cleanup.remove_redundancy``)
-    and with the target's fix-ups — what it keeps when an output is rejected."""
-    return portable_fixup(remove_redundancy(g))
+    duplicated rules, split literals, unreachable rules: ``portable.reduce``) and with the
+    target's fix-ups — what it keeps when an output is rejected."""
+    return portable_fixup(portable_reduce(g))
 
 
 GUARD = NoSlowerGuard(clear=True, baseline=without_redundancy, against="the input without its redundancy")
