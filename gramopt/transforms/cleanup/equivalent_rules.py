@@ -23,6 +23,10 @@ equation per block) then has the rules' equations as instances, so as in
 fixpoint: replacing references to a member by its block's representative changes no
 language.
 
+Seeing through split literals. Signatures compare bodies with adjacent literals fused
+(``"a" "bc"`` reads ``"abc"``: the same bytes, ``fusion.py``), so a copy whose literals were
+split in pieces still matches its original before factoring reshapes the two apart.
+
 Seeing through helpers. The signatures compare bodies with some references *unfolded*,
 so that a copy of a recursive rule whose star was spelled as a helper still matches the
 original (``C ::= "\"" H "," | c C | e C2 ;  C2 ::= "\"" [ ]* "," | c C | e C ;
@@ -82,9 +86,10 @@ from dataclasses import replace
 from itertools import islice
 
 from ...grammar import (Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, rebuilds_as_is, refs, rename_refs,
-                        seq, walk)
+                        seq, transform, walk)
 from ...grammar.analysis import _cyclic
 from .common import is_lark
+from .fusion import fuse_items
 
 
 def _pinned(grammar: Grammar) -> set[str]:
@@ -159,7 +164,7 @@ def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
     signature is a constant (the closed rules, and rules naming only closed rules whose
     reading is over the size limit: they are never unfolded, and like closed rules share
     blocks only with each other)."""
-    defs = {r.name: one_rule_solution(r) or r.body for r in grammar.rules}
+    defs = {r.name: _fused(one_rule_solution(r) or r.body) for r in grammar.rules}
     pinned = {r.name for r in grammar.rules if r.pinned}
     named = {n: refs(d) for n, d in defs.items()}
     graph = {n: [m for m in ms if m in defs] for n, ms in named.items()}
@@ -192,7 +197,13 @@ def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
             body = _unfold(defs[n], closed)
             if n not in pinned and sum(1 for _ in islice(walk(body), UNFOLD_LIMIT + 1)) <= UNFOLD_LIMIT:
                 closed[n] = body  # (a pinned rule is never read through: it stays a name)
-    return {r.name: _unfold(r.body, closed) for r in grammar.rules}, depth
+    return {r.name: _unfold(_fused(r.body), closed) for r in grammar.rules}, depth
+
+
+def _fused(e: Expr) -> Expr:
+    """``e`` with adjacent literals fused (``fusion.fuse_items``: the same language), so a copy
+    whose literals are split (``"a" "bc"``) reads like the original ``"abc"``."""
+    return transform(e, lambda x: fuse_items(x) if isinstance(x, Seq) else x)
 
 
 def _unfold(e: Expr, closed: dict[str, Expr]) -> Expr:
