@@ -115,3 +115,11 @@ def test_a_nullable_pinned_rule_through_the_egraph():
     r = optimize(g, target="generic")
     assert r.report.verified == "ok"
     assert write_ebnf(r.grammar) == 'root ::= "\\"" v "\\"" v\nv ::= Regex("[0-9]*", json_string=true)\n'
+
+
+def test_a_root_that_is_a_pinned_rule_keeps_it():
+    """``root ::= s`` puts the start and the pinned ``s`` in one e-class; the class has no
+    written form but ``s`` itself, so extraction gives up and the pass keeps its input."""
+    g = parse_ebnf('root ::= s\ns ::= "x" | [a-z] s (= [,])\n')
+    r = optimize(g, target="generic")
+    assert r.report.verified == "ok" and r.grammar.rule("s") == g.rule("s")

@@ -376,8 +376,9 @@ class Extractor:
             n = choice[c]
             if n.kind == "Tok":
                 e = self.eg.atoms[n.data]
-                if isinstance(e, Opaque):  # a nullable pinned rule's non-empty part, alone
-                    raise ExtractionError(f"pinned rule '{e.name}' would be written without its ε")
+                if isinstance(e, Opaque):  # the atom alone: a nullable rule's non-empty part, or
+                    # a class the start rule names (root ::= P): no written form, the input is kept
+                    raise ExtractionError(f"pinned rule '{e.name}' would be written as its atom")
             elif n.kind == "Eps":
                 e = Epsilon()
             elif n.kind == "Seq":
@@ -394,8 +395,7 @@ class Extractor:
         old = g.rule_map
         emitted: dict[str, Rule] = {}
 
-        def alias_of() -> dict[str, str]:
-            return {n: name_of[snap.of_name[n]] for n in snap.of_name if snap.of_name[n] in name_of}
+        alias = {n: name_of[snap.of_name[n]] for n in snap.of_name if snap.of_name[n] in name_of}
 
         queue = self._needed(choice)
         done: set[int] = set()
@@ -407,7 +407,7 @@ class Extractor:
             name = name_of[c]
             if name in pinned:  # as it was written (its class's language is its own)
                 rule = pinned[name]
-                emitted[name] = replace(rule, body=rename_refs(rule.body, alias_of()))
+                emitted[name] = replace(rule, body=rename_refs(rule.body, alias))
                 for nm in _pinned_refs([rule]):
                     if nm in snap.of_name and snap.of_name[nm] not in done:
                         queue.append(snap.of_name[nm])
@@ -426,7 +426,6 @@ class Extractor:
         # a lookahead may name a rule merged into another class: point it at the survivor
         order = {r.name: i for i, r in enumerate(g.rules)}
         rules = sorted(emitted.values(), key=lambda r: (order.get(r.name, len(order)), r.name))
-        alias = alias_of()
         rules = [replace(r, lookahead=rename_refs(r.lookahead, alias)) if r.lookahead is not None else r
                  for r in rules]
         out = g.replace_rules(rules)
