@@ -587,6 +587,8 @@ def _fallbacks(grammar: Grammar, pm: PassManager, safer: bool = True):
                                keep=pm.ctx.keep)
         yield "the passes' output without the e-graph passes", pm_safer.run(grammar)[0]
     t = pm.ctx.target
+    if t.reduce is not None:  # the default target: redundancy removed is never slower (targets.guard)
+        yield "the input without its redundancy", t.apply_fixups(t.reduce(grammar))
     if t.fixups and "target" in pm.names:
         yield "the input with only the fix-ups", t.apply_fixups(grammar)
     else:

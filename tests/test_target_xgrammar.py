@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import gramopt
-from gramopt.formats import parse
+from gramopt.formats import parse, write
 from gramopt.grammar import Alt, CharClass, Epsilon, Literal, Ref, Repeat, refs, walk
 from gramopt.passes import optimize
 from gramopt.targets import apply
@@ -147,11 +147,16 @@ def test_rule_headed_by_a_star_becomes_the_star_with_its_whole_rest():
     ending where it ended (after ":", where its assertion is read), not a shared until-rule
     that ends at the quote; a rule ``(x y)*`` over a sequence becomes ``"" | x y S``."""
     g = parse('root ::= "{" s "0" | "[" c "1" | "(" e ")"\n'
-              's ::= t "\'" " "* ":" (= " "* "0")\n'
-              'c ::= t "\'" " "* "," (= " "* "1")\n'
+              's ::= t "\'" " "* ":"\n'
+              'c ::= t "\'" " "* ","\n'
               't ::= ([a-z] | "/" [n])*\n'
               'e ::= ("," [a-z])*', "ebnf")
     out, _ = lift_star_alternations(g)
+    # with assertions written on them, s and c are pinned (Rule.pinned): kept as written
+    asserted = parse(write(g, "ebnf").replace('":"\n', '":" (= " "* "0")\n').replace('","\n', '"," (= " "* "1")\n'),
+                     "ebnf")
+    kept, _ = lift_star_alternations(asserted)
+    assert kept.rule("s") == asserted.rule("s") and kept.rule("c") == asserted.rule("c")
     for name, stop in (("s", ":"), ("c", ",")):
         r = out.rule(name)
         assert r.lookahead == g.rule(name).lookahead and isinstance(r.body, Alt) and len(r.body.items) == 3

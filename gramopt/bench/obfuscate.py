@@ -5,6 +5,7 @@
     duplicated rules     a reference X becomes X__dup, a copy of X under a new name
     x* as helper         x* becomes H with H ::= H x | ""      (left recursive)
     x+ as R R | x        x+ becomes R with R ::= R R | x       (ambiguous)
+    split literals       "abc" becomes "a" "bc"                (not Lark: a Lark literal is a token)
 
 Each is language-preserving by construction (a new rule's language is the replaced
 expression's), so an optimizer must give back a grammar no worse than the clean one.
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import random
 
-from gramopt.grammar import Epsilon, Grammar, Ref, Repeat, Rule, alt, seq, transform
+from gramopt.grammar import Epsilon, Grammar, Literal, Ref, Repeat, Rule, Seq, alt, seq, transform
 
 
 def obfuscate(grammar: Grammar, seed: int = 0, p: float = 0.5) -> Grammar:
     rng = random.Random(seed)
+    # a stream of its own, so the other changes are the ones earlier versions made
+    split = random.Random(f"{seed}-split") if grammar.dialect != "lark" else None
     bodies = {r.name: r.body for r in grammar.rules}
     extra: list[Rule] = []
     taken = set(bodies)
@@ -31,6 +34,9 @@ def obfuscate(grammar: Grammar, seed: int = 0, p: float = 0.5) -> Grammar:
         return f"{base}__{k}"
 
     def go(e):
+        if split is not None and isinstance(e, Literal) and len(e.text) >= 2 and split.random() < p:
+            k = split.randint(1, len(e.text) - 1)
+            return Seq((Literal(e.text[:k]), Literal(e.text[k:])))
         if isinstance(e, Repeat) and e.max is None and e.min in (0, 1) and rng.random() < p:
             h = fresh("rep")
             if e.min == 0:
@@ -49,6 +55,9 @@ def obfuscate(grammar: Grammar, seed: int = 0, p: float = 0.5) -> Grammar:
             return Ref(dup)
         return e
 
-    rules = [Rule(r.name, transform(r.body, go), r.lookahead, r.flags, r.priority, (), r.comment)
-             for r in grammar.rules]
+    rules = []
+    for r in grammar.rules:
+        body = transform(r.body, go)
+        rules.append(Rule(r.name, body, r.lookahead, r.flags, r.priority, (), r.comment,
+                          native=r.native if body == r.body else None))
     return grammar.replace_rules(rules + extra)

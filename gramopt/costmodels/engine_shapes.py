@@ -37,7 +37,9 @@ The shapes, each with the measurement behind it (``../shared/ENGINES.md``,
                                           stacks multiply (1→7→15→35→75)
 
 Counts are over the rules reachable from the start (unreachable rules cost no engine a step).
-``lookaheads`` counts the other way (more is better); ``worse_for`` knows.
+``lookaheads`` counts the other way (more is better); ``worse_for`` knows. ``star_groups`` and
+``class_plus`` are one budget for xgrammar (``ONE_BUDGET``: both become a helper rule that ends
+after every item): one grown is worse only when their sum grew.
 
 A form is *clearly* better for an engine (``clearly_better_for``) when its model cost is at
 most ``CLEAR_GAIN`` of the other's, or one of the engine's ``DECISIVE`` shapes (each measured
@@ -63,6 +65,11 @@ ENGINE_SHAPES = {
     "llama.cpp": ("left_recursions", "ambiguity"),
 }
 HIGHER_IS_BETTER = frozenset({"lookaheads"})
+# shapes an engine pays for alike, judged as one count: xgrammar lowers a group's star and a
+# class's plus into the same thing, a helper rule that ends after every item, so a form that
+# trades one for the other (``R ::= R R | [0-9]`` fixed up as ``[0-9] R*`` against ``[0-9]+``)
+# is no worse for it
+ONE_BUDGET = {"xgrammar": ("star_groups", "class_plus")}
 CLEAR_GAIN = 0.75
 DECISIVE = {"xgrammar": ("left_recursions", "ambiguity"), "llguidance": ("recursions", "ambiguity"),
             "llama.cpp": ("left_recursions", "ambiguity")}
@@ -138,9 +145,11 @@ def worse_for(before: dict, after: dict) -> list[tuple]:
         b, a = before[e], after[e]
         if a.cost > b.cost + 1e-9:
             out.append((e, "cost model", b.cost, a.cost))
+        budget = ONE_BUDGET.get(e, ())
+        budget_grew = sum(a.shapes[k] for k in budget) > sum(b.shapes[k] for k in budget)
         for k in ENGINE_SHAPES[e]:
             grew = a.shapes[k] < b.shapes[k] if k in HIGHER_IS_BETTER else a.shapes[k] > b.shapes[k] + 1e-9
-            if grew:
+            if grew and (k not in budget or budget_grew):
                 out.append((e, k, b.shapes[k], a.shapes[k]))
     return out
 
@@ -158,5 +167,5 @@ def clearly_better_for(before: dict, after: dict) -> list[tuple]:
     return out
 
 
-__all__ = ["CLEAR_GAIN", "DECISIVE", "ENGINE_SHAPES", "EngineCost", "clearly_better_for", "engine_costs",
+__all__ = ["CLEAR_GAIN", "DECISIVE", "ENGINE_SHAPES", "ONE_BUDGET", "EngineCost", "clearly_better_for", "engine_costs",
            "model_cost", "reachable_part", "shape_counts", "worse_for"]

@@ -26,6 +26,13 @@ chosen for the class of a* without a base case finalized first.
 Emission names every rule class, and also every anonymous class that closes a cycle of
 anonymous classes (a fresh name), so inline expansion terminates.
 
+A pinned rule (``Rule.pinned``; lowered as an opaque atom, ``lower.py``) is written back as it
+was, its references renamed to the surviving rule of their class, and the rules it names are
+extraction roots; its class keeps the pinned rule's name (what shares the class is a
+pass-through to it). The atom alone — a nullable pinned rule's language without ε, chosen
+outside the rule's own class — has no written form: extraction then fails and the pass keeps
+its input.
+
 When an input already has an unguarded cycle (X ::= X w? | Y), some class cannot be
 finalized this way; extraction then fails (``ExtractionError``) and the pass keeps its
 input.
@@ -59,7 +66,7 @@ from dataclasses import dataclass, field, replace
 from ..costmodels.kappa import alt_kappa, literal_kappa, repeat_kappa
 from ..costmodels.sac_proxy import W_CONCAT, W_INFIX, W_NULLALT, W_NULLREP
 from ..grammar import Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, refs, rename_refs, seq
-from .lower import ENode, GrammarEGraph, Snapshot
+from .lower import ENode, GrammarEGraph, Opaque, Snapshot
 from .rewrite import nullable_classes
 
 
@@ -257,6 +264,7 @@ class Extractor:
     def _roots(self) -> list[int]:
         g = self.eg.grammar
         names = [g.start] + [a for d in g.directives for a in d.args if a in self.snap.of_name]
+        names += _pinned_refs(self.eg.pinned.values())  # written back as they are: what they name stays
         return [self.snap.of_name[n] for n in dict.fromkeys(names) if n in self.snap.of_name]
 
     def _needed(self, choice: dict[int, ENode]) -> list[int]:
@@ -346,9 +354,19 @@ class Extractor:
         if missing:
             raise ExtractionError(f"{len(missing)} needed e-classes have no well-founded form")
         name_of: dict[int, str] = {}
-        pinned = [a for d in g.directives for a in d.args]  # roots a directive names (--keep)
+        pinned = self.eg.pinned
+        kept = [a for d in g.directives for a in d.args]  # roots a directive names (--keep)
+        named_by_pinned = set(_pinned_refs(pinned.values()))
         for c, names in snap.names.items():
-            name_of[c] = g.start if g.start in names else next((n for n in names if n in pinned), names[0])
+            mine = [n for n in names if n in pinned]
+            if len(mine) > 1:
+                raise ExtractionError(f"pinned rules {', '.join(mine)} share one e-class")
+            # a pinned rule keeps its name (what shares its class is a pass-through to it:
+            # its contexts are the pinned rule's already), and so do a kept rule and the rules
+            # a pinned rule names
+            name_of[c] = (g.start if g.start in names else mine[0] if mine else
+                          next((n for n in names if n in kept), None)
+                          or next((n for n in names if n in named_by_pinned), names[0]))
         self._name_shared(choice, cost, name_of)
         self._name_cycles(choice, name_of)
         memo: dict[int, Expr] = {}
@@ -361,6 +379,9 @@ class Extractor:
             n = choice[c]
             if n.kind == "Tok":
                 e = self.eg.atoms[n.data]
+                if isinstance(e, Opaque):  # the atom alone: a nullable rule's non-empty part, or
+                    # a class the start rule names (root ::= P): no written form, the input is kept
+                    raise ExtractionError(f"pinned rule '{e.name}' would be written as its atom")
             elif n.kind == "Eps":
                 e = Epsilon()
             elif n.kind == "Seq":
@@ -376,6 +397,9 @@ class Extractor:
 
         old = g.rule_map
         emitted: dict[str, Rule] = {}
+
+        alias = {n: name_of[snap.of_name[n]] for n in snap.of_name if snap.of_name[n] in name_of}
+
         queue = self._needed(choice)
         done: set[int] = set()
         while queue:
@@ -384,6 +408,13 @@ class Extractor:
                 continue
             done.add(c)
             name = name_of[c]
+            if name in pinned:  # as it was written (its class's language is its own)
+                rule = pinned[name]
+                emitted[name] = replace(rule, body=rename_refs(rule.body, alias))
+                for nm in _pinned_refs([rule]):
+                    if nm in snap.of_name and snap.of_name[nm] not in done:
+                        queue.append(snap.of_name[nm])
+                continue
             body = expr(c, top=True)
             if name in old:
                 r = old[name]
@@ -410,8 +441,16 @@ class Extractor:
         # a lookahead may name a rule merged into another class: point it at the survivor
         order = {r.name: i for i, r in enumerate(g.rules)}
         rules = sorted(emitted.values(), key=lambda r: (order.get(r.name, len(order)), r.name))
-        alias = {n: name_of[snap.of_name[n]] for n in snap.of_name if snap.of_name[n] in name_of}
         rules = [replace(r, lookahead=rename_refs(r.lookahead, alias)) if r.lookahead is not None else r
                  for r in rules]
         out = g.replace_rules(rules)
         return Extraction(out, choice)
+
+
+def _pinned_refs(rules) -> list[str]:
+    """The rule names the pinned ``rules`` name (bodies, then assertions), in order."""
+    out: dict[str, None] = {}
+    for r in rules:
+        for n in refs(r.body) + (refs(r.lookahead) if r.lookahead is not None else []):
+            out.setdefault(n, None)
+    return list(out)

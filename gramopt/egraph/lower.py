@@ -14,6 +14,14 @@ A rule ``A ::= body`` becomes ``(union (R "A") body)``: the reference and the de
 are one e-class, so a pass-through rule ``X ::= Y`` puts X and Y in one class and equal
 rules merge by congruence (G2's A and S collapse to G1).
 
+A pinned rule P (``Rule.pinned``: a lookahead assertion, an engine macro; kept as written,
+never merged) is lowered as an atom of its own instead of its body: ``(union (R "P") (Tok
+k))`` with atom k = ``Opaque("P")``, or, when P is nullable, ``(Alt (vec-of (Tok k) (Eps)))``
+with k standing for L(P) without ε (atoms are non-empty strings to every rewrite, so the
+e-graph stays exact). No other rule or sub-expression can share P's class by congruence or
+bisimulation (its atom is its own), and no rewrite sees P's structure; the extractor writes
+P back as it was (``extract.py``).
+
 Why ``Vec`` and not egglog's ``Set`` for Alt: both work, but ``Set`` containers made
 lowering ~10× slower (1 s for 500 rules, measured on egglog 13.2); the set semantics is
 restored by a Python rewrite (``alternation.alt-normalize``). A binary AC ``Alt`` is not
@@ -32,8 +40,9 @@ from dataclasses import dataclass
 
 from egglog import bindings
 
-from ..grammar import (Alt, CharClass, Epsilon, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq,
+from ..grammar import (Alt, CharClass, Epsilon, Expr, Grammar, Literal, Ref, Regex, Repeat, Rule, Seq,
                        Terminal)
+from ..grammar.analysis import nullable_rules
 
 HEADER = """
 (datatype Node
@@ -46,7 +55,15 @@ HEADER = """
 (constructor Alt (NodeVec) Node)
 """
 
-Atom = Literal | CharClass | Terminal | Regex
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """The atom standing for pinned rule ``name``'s body in the e-graph (module docstring):
+    its language without ε; no rewrite looks inside."""
+
+    name: str
+
+
+Atom = Literal | CharClass | Terminal | Regex | Opaque
 CHUNK_CHARS = 1000
 
 
@@ -98,11 +115,21 @@ class GrammarEGraph:
         self._atom_id: dict[Atom, int] = {}
         self.programs = 0  # egglog programs run (lowering batches them: see the docstring)
         self.run(HEADER)
-        self.run_commands([f"(union (R {quote(r.name)}) {self.term(r.body)})" for r in grammar.rules])
+        self.pinned = {r.name: r for r in grammar.rules if r.pinned}
+        nullable = nullable_rules(grammar) if self.pinned else set()
+        self.run_commands([f"(union (R {quote(r.name)}) {self._definition(r, nullable)})" for r in grammar.rules])
         self._witness: dict[int, str] = {}
         self._snap: Snapshot | None = None
 
     # ------------------------------------------------------------ IR → terms
+    def _definition(self, r: Rule, nullable: set[str]) -> str:
+        """The term a rule's reference is unioned with: its body, or for a pinned rule its
+        opaque atom (with ε when the rule is nullable)."""
+        if r.name not in self.pinned:
+            return self.term(r.body)
+        tok = f"(Tok {self.atom(Opaque(r.name))})"
+        return f"(Alt (vec-of {tok} (Eps)))" if r.name in nullable else tok
+
     def atom(self, a: Atom) -> int:
         i = self._atom_id.get(a)
         if i is None:

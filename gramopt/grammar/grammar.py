@@ -55,12 +55,25 @@ class GrammarError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Native:
+    """An engine's own construct a rule body was read from, e.g. xgrammar's
+    ``Regex("…", json_string=true)``: ``text`` its source, byte for byte, and ``body`` the
+    expansion it was read as (the IR expression with its language). A writer for that
+    engine writes ``text`` where the rule's body still equals ``body``; other writers write
+    the expansion."""
+
+    text: str
+    body: Expr
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
     """``name ::= body`` — optionally with an xgrammar lookahead assertion ``(= lookahead)``.
 
     ``flags`` and ``priority`` keep Lark's rule modifiers (``?rule``, ``!rule``, ``rule.2``)
     and ``aliases`` its ``-> alias`` per top-level alternative; they shape Lark's parse
-    tree, not the language.
+    tree, not the language. ``native``: the engine construct the body was read from
+    (``Native``), None for plain rules.
     """
 
     name: str
@@ -71,6 +84,23 @@ class Rule:
     aliases: tuple[str | None, ...] = ()
     comment: str = field(default="", compare=False)
     pos: SourcePos | None = field(default=None, compare=False)
+    native: Native | None = None
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the passes keep this rule as it is: its name, body and assertion, never
+        inlined into another rule nor merged with one (a reference to it may only replace a
+        pass-through ``D ::= name``, and it may go when the start no longer reaches it).
+
+        Pinned are the engine's own forms: a body read from an engine construct
+        (``native``: xgrammar's ``Regex(...)`` macro, 75 → 760 µs p95 when expanded into
+        rules) and a rule with a lookahead assertion (xgrammar's converter's string rule
+        ``S ::= "\"" | c S | "\\" E S (= …)``: 87 µs → 246 ms p95 as a star). Why never
+        moved: xgrammar trusts an assertion where it finds it; a rule merged with one used
+        elsewhere carries its assertion into contexts whose FOLLOW need not imply it, and
+        xgrammar then allows tokens the language forbids. A pass-through ``D ::= R`` is safe
+        to replace by R: whatever follows D follows R, so R's FOLLOW does not grow."""
+        return self.lookahead is not None or self.native is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -154,8 +154,13 @@ def _end_ids(name: str) -> frozenset[int]:
     return frozenset(v.eos_ids)
 
 
-def _digest(row: np.ndarray) -> int:
-    return hash(row.tobytes())  # compared within one process only
+def _digest(row: np.ndarray, n: int) -> int:
+    """The mask's tokens ``0 .. n-1`` as one hash, compared within one process only. The bits
+    past the vocabulary in the last word are the engine's padding, not tokens: xgrammar sets
+    them for some forms and not others (JSONSchemaBench Github_easy---o6250)."""
+    full, rest = divmod(n, 32)
+    tail = int(row[full]) & ((1 << rest) - 1) if rest else 0
+    return hash((row[:full].tobytes(), tail))
 
 
 def _allowed(row: np.ndarray, n: int) -> np.ndarray:
@@ -238,7 +243,7 @@ class EngineCheck:
             if len(path.digests) >= budget:
                 break
             m.fill(self.row)
-            path.digests.append(_digest(self.row))
+            path.digests.append(_digest(self.row, len(self.vocab)))
             if t in self.end or not (self.row[t >> 5] >> (t & 31)) & 1 or not m.accept(t):
                 break
             path.tokens.append(t)
@@ -249,7 +254,7 @@ class EngineCheck:
         m.reset()
         for _ in range(min(budget, WALK_TOKENS)):
             m.fill(self.row)
-            path.digests.append(_digest(self.row))
+            path.digests.append(_digest(self.row, len(self.vocab)))
             t = walker.choose(self.row)
             if t is None or t in self.end or not m.accept(t):
                 break
@@ -279,7 +284,7 @@ class EngineCheck:
                 m.fill(row)
                 self.spent += 1
                 t = path.tokens[j] if j < len(path.tokens) else None
-                if _digest(row) != d:
+                if _digest(row, len(self.vocab)) != d:
                     diff = self._judge_step(path, j, row)
                     if diff is not None:
                         return diff
@@ -303,7 +308,7 @@ class EngineCheck:
         rec = self._reference()
         prefix = self._prefix(path.tokens[:j])
         state = rec.run(prefix) if rec is not None else None
-        key = (path.digests[j], _digest(cand_row), id(state))
+        key = (path.digests[j], _digest(cand_row, len(self.vocab)), id(state))
         if key in self._verdicts:
             return self._verdicts[key]
         m = self.adapter.matcher(self.handle)

@@ -69,6 +69,9 @@ class Target:
     schema_converter: str = "xgrammar"  # whose JSON Schema converter makes its grammar (engines/jsonschema.py)
     schema_fallback: str | None = None  # the converter used when schema_converter's package is missing
     lark_subset: object | None = None  # the Lark its engine loads, when it writes .lark (formats/lark_llguidance)
+    # the input without its redundancy (``transforms.cleanup.remove_redundancy``): a fallback
+    # tried before the bare input when the passes' output is rejected (None: no such step)
+    reduce: Callable[[Grammar], Grammar] | None = None
 
     @property
     def reverts_costlier_passes(self) -> bool:

@@ -6,8 +6,9 @@ Why it preserves the language: replacing a reference to a non-recursive rule B b
 body replaces one derivation step B ⇒ body by the body in place; the derivations of the
 start rule are in bijection. A rule is inlined only when it is not the start rule, does not
 refer to itself (mutual recursion is fine: unfolding B in A's body keeps the least
-fixpoint, and only shortens the cycle), has no lookahead or Lark alias/flag, is not named by a directive or a
-lookahead, whose inlining leaves every body at most ``MAX_PASS_DEPTH`` deep (a chain of
+fixpoint, and only shortens the cycle), is not pinned (``Rule.pinned``: a lookahead, an engine
+macro) nor used by a pinned rule (whose body stays as written), has no Lark alias/flag, is not
+named by a directive or a lookahead, whose inlining leaves every body at most ``MAX_PASS_DEPTH`` deep (a chain of
 1,000 rules would otherwise nest 1,000 deep), and the exact κ change (computed per rule over the canonical BNF — κ is a sum
 over rules, plus 1) is ≤ 0: ties go to fewer rules.
 
@@ -201,10 +202,11 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
     a κ the counts do not give)."""
     lark = grammar.dialect == "lark"
     pinned = {grammar.start} | {a for d in grammar.directives for a in d.args}
+    frozen = {r.name for r in grammar.rules if r.pinned}  # kept as written: nothing inlined into them
+    pinned |= frozen
     for r in grammar.rules:
         if r.lookahead is not None:
             pinned.update(refs(r.lookahead))
-            pinned.add(r.name)
         if r.aliases or r.flags or r.priority is not None:
             pinned.add(r.name)
     rules = {r.name: r for r in grammar.rules}
@@ -228,6 +230,8 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
             continue
         body = rules[name].body
         users = [u for u in list(users_of.get(name, ())) if u in rules and u != name]
+        if frozen.intersection(users):
+            continue
         if not budget.charge(kap[name] + sum(kap[u] for u in users)):
             break
 

@@ -3,6 +3,8 @@
     fixup(grammar, notes, fired) -> grammar     no left recursion, a root no rule references,
                                                 GBNF rule names llama.cpp reads
     no_left_recursion(grammar, notes, fired)    the first step alone (the llama.cpp target's fix-up)
+    reduce(grammar)                             without its redundancy: the fallback the guard
+                                                judges against (``targets.guard``)
 
 Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
 
@@ -24,6 +26,7 @@ Both are language-preserving (each step's module states its argument) and idempo
 from __future__ import annotations
 
 from ...grammar import Grammar
+from ...transforms.cleanup import remove_redundancy
 from ...transforms.reshape import gbnf_rule_names, remove_left_recursion, wrap_referenced_root
 
 
@@ -39,6 +42,15 @@ def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | 
         fired["left-recursion"] = fired.get("left-recursion", 0) + len(names)
         notes.append(f"left recursion as a star in {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
     return g
+
+
+def reduce(g: Grammar) -> Grammar:
+    """``g`` without its redundancy (``transforms.cleanup.remove_redundancy``: pass-through
+    and duplicated rules, unreachable rules, split literals), before and after left recursion
+    is written as stars (the first fix-up, which the target applies anyway): a helper
+    ``H ::= H x | ""`` is a copy of ``x*`` written elsewhere, a duplicate only once it reads so.
+    Language-preserving: each step is (its module's argument)."""
+    return remove_redundancy(no_left_recursion(remove_redundancy(g)))
 
 
 def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
@@ -62,4 +74,4 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     return g
 
 
-__all__ = ["fixup", "no_left_recursion"]
+__all__ = ["fixup", "no_left_recursion", "reduce"]

@@ -55,6 +55,22 @@ PASSES: dict[str, Pass] = {
 """The passes by stable name, in :func:`simplify`'s order."""
 
 
+REDUNDANCY = ("equivalent-rules", "unreachable", "fusion")
+"""The clean-ups that only remove redundancy: pass-through and duplicated rules (merged),
+rules the start cannot reach, literals split in pieces (``"a" "bc"`` → ``"abc"``). Each keeps
+the language (its module's argument) and leaves pinned rules as written."""
+
+
+def remove_redundancy(grammar: Grammar) -> Grammar:
+    """``grammar`` with the ``REDUNDANCY`` clean-ups run to their fixpoint: what the default
+    target keeps when its optimized output is rejected (``targets.portable``)."""
+    def once(g: Grammar) -> Grammar:
+        for name in REDUNDANCY:
+            g = PASSES[name](g)
+        return g
+    return fixpoint(once, grammar)
+
+
 def _round(grammar: Grammar) -> Grammar:
     for run in PASSES.values():
         grammar = run(grammar)
@@ -66,4 +82,4 @@ def simplify(grammar: Grammar) -> Grammar:
     return fixpoint(_round, grammar)
 
 
-__all__ = ["PASSES", "simplify", *(p.__name__ for p in PASSES.values())]
+__all__ = ["PASSES", "REDUNDANCY", "remove_redundancy", "simplify", *(p.__name__ for p in PASSES.values())]

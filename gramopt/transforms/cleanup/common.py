@@ -3,7 +3,9 @@
 A clean-up pass rewrites rule *bodies* only. Lark terminal definitions are lexer rules
 (priorities, longest match) and are left exactly as written; lookahead assertions are
 hints, not part of the language (see ``gramopt.grammar.bnf``), and are left alone except
-where a referenced rule disappears.
+where a referenced rule disappears. A pinned rule (``Rule.pinned``: a lookahead assertion, or
+an engine macro such as xgrammar's ``Regex(...)``) keeps its body as written; only
+``unproductive`` may prune it (a reference to a rule that derives nothing must go).
 
 Lark keeps one ``-> alias`` per top-level alternative (``Rule.aliases``); an alias shapes
 the parse tree, not the language. A pass that drops top-level alternatives drops their
@@ -30,9 +32,11 @@ def is_lark(grammar: Grammar) -> bool:
 
 
 def map_rules(grammar: Grammar, fn: Callable[[Rule], Rule]) -> Grammar:
-    """Apply ``fn`` to every rule; return ``grammar`` itself when no rule changed, so a
-    pass that finds nothing to do returns its input (cheap idempotence checks)."""
-    new = tuple(fn(r) for r in grammar.rules)
+    """Apply ``fn`` to every rule but the pinned ones (``Rule.pinned``: an engine's own
+    form, kept as it is); return ``grammar`` itself when no rule changed, so a pass that
+    finds nothing to do returns its input (cheap idempotence checks). Leaving a body as it
+    is keeps the language trivially."""
+    new = tuple(r if r.pinned else fn(r) for r in grammar.rules)
     if new == grammar.rules:
         return grammar
     return grammar.replace_rules(new)

@@ -23,6 +23,10 @@ equation per block) then has the rules' equations as instances, so as in
 fixpoint: replacing references to a member by its block's representative changes no
 language.
 
+Seeing through split literals. Signatures compare bodies with adjacent literals fused
+(``"a" "bc"`` reads ``"abc"``: the same bytes, ``fusion.py``), so a copy whose literals were
+split in pieces still matches its original before factoring reshapes the two apart.
+
 Seeing through helpers. The signatures compare bodies with some references *unfolded*,
 so that a copy of a recursive rule whose star was spelled as a helper still matches the
 original (``C ::= "\"" H "," | c C | e C2 ;  C2 ::= "\"" [ ]* "," | c C | e C ;
@@ -65,7 +69,12 @@ go). Members other than the representative keep their bodies when pinned.
 
 Kept: the start rule, rules named by a directive or a lookahead, and rules with a
 lookahead, Lark flags, priority or aliases stay (their references may still be redirected
-to an equal rule). Lark grammars are left alone: a Lark rule name is a parse-tree node the
+to an equal rule). A pinned rule (``Rule.pinned``: a lookahead assertion or an engine macro) is
+never merged: its rule would carry its assertion into the other
+members' contexts, whose FOLLOW need not imply it (xgrammar then allows tokens the language
+forbids); so a pinned rule starts the refinement in a block of its own, and rules naming
+it are equal only to rules naming it too. A pass-through ``D ::= P`` to a pinned P still goes: D's contexts are already
+P's (FOLLOW(D) ⊆ FOLLOW(P)). Lark grammars are left alone: a Lark rule name is a parse-tree node the
 user's code reads. The representative of a block is its first rule in source order that is
 not the start rule, so user-named rules survive their generated copies (which come later).
 κ never increases: only whole rules are removed.
@@ -77,9 +86,10 @@ from dataclasses import replace
 from itertools import islice
 
 from ...grammar import (Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, rebuilds_as_is, refs, rename_refs,
-                        seq, walk)
+                        seq, transform, walk)
 from ...grammar.analysis import _cyclic
 from .common import is_lark
+from .fusion import fuse_items
 
 
 def _pinned(grammar: Grammar) -> set[str]:
@@ -154,7 +164,8 @@ def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
     signature is a constant (the closed rules, and rules naming only closed rules whose
     reading is over the size limit: they are never unfolded, and like closed rules share
     blocks only with each other)."""
-    defs = {r.name: one_rule_solution(r) or r.body for r in grammar.rules}
+    defs = {r.name: _fused(one_rule_solution(r) or r.body) for r in grammar.rules}
+    pinned = {r.name for r in grammar.rules if r.pinned}
     named = {n: refs(d) for n, d in defs.items()}
     graph = {n: [m for m in ms if m in defs] for n, ms in named.items()}
     cyclic = {n for comp in _cyclic(graph) for n in comp}
@@ -184,9 +195,15 @@ def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
                 continue
             depth[n] = 1 + max((depth[m] for m in graph[n]), default=-1)  # its signature is a constant
             body = _unfold(defs[n], closed)
-            if sum(1 for _ in islice(walk(body), UNFOLD_LIMIT + 1)) <= UNFOLD_LIMIT:
-                closed[n] = body
-    return {r.name: _unfold(r.body, closed) for r in grammar.rules}, depth
+            if n not in pinned and sum(1 for _ in islice(walk(body), UNFOLD_LIMIT + 1)) <= UNFOLD_LIMIT:
+                closed[n] = body  # (a pinned rule is never read through: it stays a name)
+    return {r.name: _unfold(_fused(r.body), closed) for r in grammar.rules}, depth
+
+
+def _fused(e: Expr) -> Expr:
+    """``e`` with adjacent literals fused (``fusion.fuse_items``: the same language), so a copy
+    whose literals are split (``"a" "bc"``) reads like the original ``"abc"``."""
+    return transform(e, lambda x: fuse_items(x) if isinstance(x, Seq) else x)
 
 
 def _unfold(e: Expr, closed: dict[str, Expr]) -> Expr:
@@ -228,8 +245,11 @@ def _blocks(grammar: Grammar, bodies: dict[str, Expr]) -> dict[str, int]:
     for r in grammar.rules:
         template, named[r.name] = _template(bodies[r.name], known)
         shape[r.name] = templates.setdefault(template, len(templates))
-    block = {n: 0 for n in names}
-    count = 1
+    # a pinned rule starts (so stays) in a block of its own: merging a rule that names it
+    # with an equal one naming another rule would move it into that rule's contexts
+    pinned = [r.name for r in grammar.rules if r.pinned]
+    block = {n: 0 for n in names} | {n: i for i, n in enumerate(pinned, 1)}
+    count = 1 + len(pinned)
     while True:
         sigs: dict[tuple, int] = {}
         new = {}

@@ -22,8 +22,8 @@ def remove_left_recursion(g: Grammar) -> tuple[Grammar, list[str]]:
     changed: list[str] = []
     rules = []
     for r in g.rules:
-        if any(r.aliases):  # Lark's -> names its alternatives: a star cannot carry them
-            rules.append(r)
+        if any(r.aliases) or r.pinned:  # Lark's -> names its alternatives: a star cannot carry
+            rules.append(r)                # them; an engine's own form stays as written (Rule.pinned)
             continue
         alts = [x for a in _alternatives(r.body) for x in _split_leading_optional(a, r.name)]
         rec = [_after_left_ref(a, r.name) for a in alts]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...grammar import Alt, CharClass, Expr, Grammar, Ref, Seq, refs, seq, transform, walk
+from ...grammar import Alt, Expr, Grammar, Ref, Seq, refs, seq, transform, walk
 
 
 SMALL = 8  # expression nodes: [ \t\n]* is 2, "\"" [^"]* "\"" is 4
@@ -27,14 +27,15 @@ def inline_small_regular_rules(g: Grammar) -> tuple[Grammar, list[str]]:
     the group into a helper rule used once and not last, for which it derives an exact
     assertion (the rest of the sequence) that decides ``int x`` inside the cache; at the end of
     a sequence the helper would get no assertion, so there the rule (with its FOLLOW
-    assertion) stays. Never inlined: the start rule, rules named in an assertion, and rules
-    with a sequence assertion (written by a user), and rules a directive names (``--keep``)."""
+    assertion) stays. Never inlined: the start rule, rules named in an assertion, rules a
+    directive names (``--keep``), and pinned rules (``Rule.pinned``: any assertion, an engine
+    macro such as xgrammar's ``Regex``, which xgrammar runs as its own fast path); nothing is
+    inlined into a pinned rule either."""
     pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
     pinned.update(a for d in g.directives for a in d.args)
     small, inner = {}, {}
     for r in g.rules:
-        if (r.name == g.start or r.name in pinned or refs(r.body)
-                or not (r.lookahead is None or isinstance(r.lookahead, CharClass))):
+        if r.name == g.start or r.name in pinned or refs(r.body) or r.pinned:
             continue
         size = sum(1 for _ in walk(r.body))
         if not any(isinstance(x, Alt) for x in walk(r.body)):
@@ -54,7 +55,7 @@ def inline_small_regular_rules(g: Grammar) -> tuple[Grammar, list[str]]:
             return seq(*items) if items != list(e.items) else e
         return e
 
-    bodies = {r.name: transform(r.body, sub) for r in g.rules if r.name not in small}
+    bodies = {r.name: r.body if r.pinned else transform(r.body, sub) for r in g.rules if r.name not in small}
     used = {n for b in bodies.values() for n in refs(b)} | pinned | {g.start}
     after, before = (_uses(bodies.values()), _uses(g.bodies().values())) if inner else ({}, {})
     done = [n for n in g.names if n in small or (n in inner and after.get(n, 0) < before.get(n, 0))]

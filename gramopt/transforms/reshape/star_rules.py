@@ -51,10 +51,10 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
       (``_closed_under_concat``): U⁺ = U then. Both remove ambiguity — the ways to split a run
       of U's — that an Earley engine pays for at every step (SMILES: 100-260× faster)."""
     taken = set(g.names)
-    hint = lambda r: r.lookahead is None or isinstance(r.lookahead, CharClass)  # noqa: E731 - inferred
+    hint = lambda r: not r.pinned  # noqa: E731 - an engine's own form is never read through
     leaves = {r.name: r.body for r in g.rules
               if hint(r) and not refs(r.body) and isinstance(r.body, (Alt, CharClass, Literal))}
-    bodies = g.bodies()
+    bodies = {r.name: r.body for r in g.rules if not r.pinned}
     plus_rules = {r.name: e for r in g.rules if hint(r) and r.name != g.start
                   for e in [_plus_item(r.body, bodies)] if e is not None}
     made: dict[Repeat, str] = {}
@@ -129,6 +129,10 @@ def lift_star_alternations(g: Grammar) -> tuple[Grammar, list[str]]:
 
     rules, changed = [], False
     for r in g.rules:
+        if r.pinned:  # kept as written (Rule.pinned)
+            rules.append(r)
+            rules.extend(new_rules.get(r.name, []))
+            continue
         star_steps = _star_item(r.name, bodies)
         if star_steps is not None and isinstance(r.body, Alt):  # a star rule "" | a S | b+ S: as (a | b) S
             flat = [_plus_body(a, plus_rules) for a in _alternatives(star_steps)]
