@@ -26,8 +26,15 @@ served the input unoptimized (``how == "fell back"``). Two workers, chosen by ``
                bounded by the optimizer's own work limits. No memory budget.
     "process"  one spawned worker process with ``RLIMIT_AS = max_memory`` (the memory
                budget: an optimization that needs more fails with MemoryError and the
-               request falls back). At the deadline the process is killed, so nothing runs
-               on; the next request starts a new one (~1 s to import gramopt).
+               request falls back); the serving process's GIL stays free. An overrun
+               finishes and is cached as with a thread, unless ``kill_on_timeout``: then
+               the process is killed at the deadline and the next request starts a new
+               one (~1 s to import gramopt).
+
+A grammar whose optimization already overran a request's budget is not waited for again:
+its repeats are served unoptimized at once until the optimization ends (then from the
+cache). At most ``max_pending`` optimizations are queued or running; a request beyond that
+is served unoptimized at once (``fell_back``, ``why`` says so).
 
 Nothing the optimizer does raises into the request: an input gramopt cannot read is passed
 through (the engine then says what it says of it), an optimization error or timeout falls
@@ -61,13 +68,18 @@ class RequestOptions:
     "fast" (the per-request mode, default), "full" (every pass and the full check), "none"
     (the per-request passes, no check); ``budget_s``: wall-clock seconds a request waits for
     its optimization (None: no limit); ``max_memory``: bytes (``worker="process"`` only);
-    ``cache_size``: entries of the in-memory LRU; ``cache_dir``: the on-disk cache folder."""
+    ``kill_on_timeout``: kill the worker process at a request's deadline (``worker="process"``
+    only; default: let it finish and cache its result); ``max_pending``: optimizations queued
+    or running at most (a request beyond is served unoptimized at once); ``cache_size``:
+    entries of the in-memory LRU; ``cache_dir``: the on-disk cache folder."""
 
     target: str = "xgrammar"
     verify: str = "fast"
     budget_s: float | None = 0.5
     worker: str = "thread"
     max_memory: int | None = None
+    kill_on_timeout: bool = False
+    max_pending: int = 64
     cache_size: int = 1024
     cache_dir: str | None = None
 
@@ -79,19 +91,22 @@ class RequestOptions:
             raise ValueError(f"worker must be one of {', '.join(WORKERS)} (got {self.worker!r})")
         if self.max_memory is not None and self.worker != "process":
             raise ValueError("max_memory needs worker='process' (a thread cannot be limited)")
+        if self.kill_on_timeout and self.worker != "process":
+            raise ValueError("kill_on_timeout needs worker='process' (a thread cannot be stopped)")
         if self.budget_s is not None and self.budget_s < 0:
             raise ValueError(f"budget_s must not be negative (got {self.budget_s})")
 
     @classmethod
     def from_env(cls, target: str = "xgrammar", environ=None) -> "RequestOptions":
-        """Options from ``GRAMOPT_VERIFY``, ``GRAMOPT_BUDGET_MS``, ``GRAMOPT_WORKER``,
+        """Options from ``GRAMOPT_VERIFY``, ``GRAMOPT_BUDGET_MS`` (negative: no limit), ``GRAMOPT_WORKER``,
         ``GRAMOPT_MAX_MEMORY_MB``, ``GRAMOPT_CACHE_SIZE``, ``GRAMOPT_CACHE_DIR`` (for a stack
         that loads gramopt as a plugin, where there is no code to pass options)."""
         env = os.environ if environ is None else environ
         budget = env.get("GRAMOPT_BUDGET_MS")
         memory = env.get("GRAMOPT_MAX_MEMORY_MB")
         return cls(target=target, verify=env.get("GRAMOPT_VERIFY", "fast"),
-                   budget_s=None if budget in (None, "") else (None if float(budget) < 0 else float(budget) / 1000),
+                   budget_s=cls.budget_s if budget in (None, "") else
+                   (None if float(budget) < 0 else float(budget) / 1000),
                    worker=env.get("GRAMOPT_WORKER", "process" if memory else "thread"),
                    max_memory=int(float(memory) * 2**20) if memory else None,
                    cache_size=int(env.get("GRAMOPT_CACHE_SIZE", 1024)),
@@ -185,14 +200,23 @@ class _ThreadWorker:
     def __init__(self):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gramopt-request")
 
-    def submit(self, req: Request, target: str, verify: str) -> Future:
-        return self._pool.submit(_timed, req, target, verify)
+    def submit(self, req: Request, target: str, verify: str, then=None) -> Future:
+        return self._pool.submit(_then, then, _timed, req, target, verify)
 
     def abandon(self, fut: Future) -> bool:
         return False  # it runs on; the caller does not wait for it
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _then(then, fn, *args):
+    """``fn(*args)``, handed to ``then`` before the future completes (so a caller that got
+    the result finds it cached already)."""
+    value = fn(*args)
+    if then is not None:
+        then(value)
+    return value
 
 
 def _timed(req: Request, target: str, verify: str):
@@ -220,10 +244,11 @@ def _child(conn, max_memory: int | None) -> None:
 
 
 class _ProcessWorker:
-    """One spawned process, one request at a time; killed at a request's deadline."""
+    """One spawned process, one request at a time (killed at a deadline: ``kill_on_timeout``)."""
 
-    def __init__(self, max_memory: int | None):
+    def __init__(self, max_memory: int | None, kill_on_timeout: bool = False):
         self.max_memory = max_memory
+        self.kill_on_timeout = kill_on_timeout
         self._lock = threading.Lock()
         self._proc = None
         self._conn = None
@@ -238,30 +263,42 @@ class _ProcessWorker:
         child.close()
         self._conn = parent
 
-    def _run(self, req: Request, target: str, verify: str):
+    def _run(self, req: Request, target: str, verify: str, doomed: threading.Event):
         with self._lock:
+            if doomed.is_set():
+                raise RuntimeError("abandoned at its deadline before it started")
             if self._proc is None or not self._proc.is_alive():
                 self._start()
             try:
                 self._conn.send((req, target, verify))
+                while not self._conn.poll(0.02):
+                    if doomed.is_set() or not self._proc.is_alive():
+                        self._proc.kill()
+                        self._proc.join()
+                        self._proc = None
+                        raise RuntimeError("the gramopt worker process was killed at its request's deadline"
+                                           if doomed.is_set() else "the gramopt worker process died")
                 status, value = self._conn.recv()
             except (EOFError, OSError):
                 self._proc = None
-                raise RuntimeError("the gramopt worker process ended (killed at a deadline, or out of memory)")
+                raise RuntimeError("the gramopt worker process ended (out of memory?)") from None
         if status != "ok":
             raise RuntimeError(value)
         return value
 
-    def submit(self, req: Request, target: str, verify: str) -> Future:
-        return self._pool.submit(self._run, req, target, verify)
+    def submit(self, req: Request, target: str, verify: str, then=None) -> Future:
+        doomed = threading.Event()
+        fut = self._pool.submit(_then, then, self._run, req, target, verify, doomed)
+        fut.gramopt_doomed = doomed
+        return fut
 
     def abandon(self, fut: Future) -> bool:
-        """Kill the process working on an abandoned request (the next one starts another)."""
-        proc = self._proc
-        if proc is not None and proc.is_alive():
-            proc.kill()
-            return True
-        return False
+        """With ``kill_on_timeout``: stop an abandoned request's optimization (killing the
+        process if it runs; the next request starts another); else let it finish."""
+        if not self.kill_on_timeout:
+            return False
+        fut.gramopt_doomed.set()
+        return True
 
     def close(self) -> None:
         if self._proc is not None and self._proc.is_alive():
@@ -284,7 +321,8 @@ class RequestOptimizer:
         self._warmed = False
         self._abandoned: set = set()  # keys whose caller stopped waiting (their result is "late")
         self._counts = _Counters()
-        self._worker = _ProcessWorker(self.options.max_memory) if self.options.worker == "process" \
+        self._worker = _ProcessWorker(self.options.max_memory, self.options.kill_on_timeout) \
+            if self.options.worker == "process" \
             else _ThreadWorker()
 
     # -- public
@@ -296,6 +334,13 @@ class RequestOptimizer:
         hit, fut, key = self._lookup_or_submit(req)
         if hit is not None:
             return self._finish(hit, t0)
+        if fut is None:
+            return self._fallback(t0, f"{self.options.max_pending} optimizations are already pending")
+        with self._lock:
+            overran = key in self._abandoned
+        if overran:
+            return self._fallback(t0, "its optimization overran an earlier request's budget and is still running",
+                                  timed_out=True)
         try:
             how, text, _ = fut.result(timeout=None if budget is None else max(0.0, budget - (time.perf_counter() - t0)))
         except FutureTimeout:
@@ -343,6 +388,30 @@ class RequestOptimizer:
             self._warmed = True
         self._worker.submit(Request("grammar", 'root ::= "a" | "b"'), self.options.target, self.options.verify)
 
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no optimization is pending (e.g. overruns still running); False on timeout."""
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        while True:
+            with self._lock:
+                pending = list(self._inflight.values())
+            if not pending:
+                return True
+            left = None if deadline is None else deadline - time.perf_counter()
+            if left is not None and left <= 0:
+                return False
+            try:
+                pending[0].exception(timeout=left)
+            except (FutureTimeout, Exception):  # noqa: BLE001 - only waiting here
+                pass
+            time.sleep(0.001)  # let the done-callback (``_forget``) run
+
+    def count_cached(self, seconds: float) -> None:
+        """A request answered from a caller's own cache of compiled grammars (a repeat)."""
+        with self._lock:
+            self._counts.requests += 1
+            self._counts.cached += 1
+            self._counts.seconds_waiting += seconds
+
     def count_refused(self) -> None:
         """The engine refused an optimized grammar (and the input was compiled instead)."""
         with self._lock:
@@ -373,7 +442,8 @@ class RequestOptimizer:
                                "start": req.start, "to": req.out})
 
     def _lookup_or_submit(self, req: Request):
-        """(a cached Served, None, key) or (None, the future of the optimization, key)."""
+        """(a cached Served, None, key), (None, the future of the optimization, key), or
+        (None, None, key) when ``max_pending`` optimizations are pending already."""
         key = self._mem_key(req)
         with self._lock:
             self._counts.requests += 1
@@ -391,24 +461,29 @@ class RequestOptimizer:
                 return self._served(how, text, cached=True), None, key
         with self._lock:
             fut = self._inflight.get(key)
-            if fut is None:
-                fut = self._worker.submit(req, self.options.target, self.options.verify)
+            new = fut is None
+            if new and len(self._inflight) >= self.options.max_pending:
+                return None, None, key
+            if new:
+                fut = self._worker.submit(req, self.options.target, self.options.verify,
+                                          lambda value, req=req, key=key: self._store(value, req, key))
                 self._inflight[key] = fut
-                fut.add_done_callback(lambda f, req=req, key=key: self._store(f, req, key))
+        if new:  # outside the lock: a future already done runs the callback here, at once
+            fut.add_done_callback(lambda f, key=key: self._forget(key))
         return None, fut, key
 
-    def _store(self, fut: Future, req: Request, key) -> None:
-        """When an optimization ends (in time or late): cache what it decided."""
+    def _forget(self, key) -> None:
+        """When an optimization's future completes (done, failed or cancelled)."""
         with self._lock:
             self._inflight.pop(key, None)
-            late = key in self._abandoned
             self._abandoned.discard(key)
-        if fut.cancelled() or fut.exception() is not None:
-            return
-        how, text, seconds = fut.result()
+
+    def _store(self, value, req: Request, key) -> None:
+        """In the worker, when an optimization ends (in time or late): cache what it decided."""
+        how, text, seconds = value
         with self._lock:
             self._counts.seconds_optimizing += seconds
-            self._counts.late += late
+            self._counts.late += key in self._abandoned
         if how == "unreadable":
             return  # nothing to reuse: the input is served as is, and its error is the engine's
         self._remember(key, how, text)
@@ -489,5 +564,14 @@ def configure(target: str, options: RequestOptions | None = None, **fields) -> R
     return _DEFAULT[target]
 
 
+def reset_shared() -> None:
+    """Forget the process-wide optimizers (the next ``shared`` call reads the environment)."""
+    with _DEFAULT_LOCK:
+        old = list(_DEFAULT.values())
+        _DEFAULT.clear()
+    for opt in old:
+        opt.close()
+
+
 __all__ = ["HOWS", "Request", "RequestOptimizer", "RequestOptions", "Served", "configure", "optimize_request",
-           "shared"]
+           "reset_shared", "shared"]

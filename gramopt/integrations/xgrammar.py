@@ -26,7 +26,9 @@ overruns the request budget, fails, or xgrammar refuses its output, the input is
 unoptimized — as given, or, when xgrammar refuses that text (GBNF), as gramopt prints it
 (the same language, loadable); only when both are refused does xgrammar's own error reach
 the caller. A repeated grammar costs a cache lookup plus xgrammar's own compile (a cache
-hit in xgrammar too when its ``cache_enabled``).
+hit in xgrammar too when its ``cache_enabled``); with ``cache_enabled`` the drop-in also
+keeps the compiled grammars of decided requests (``COMPILED_ENTRIES``, within
+``cache_limit_bytes``), so a repeat costs a dict lookup.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ import asyncio
 import functools
 import json
 import sys
+import threading
+import time
+from collections import OrderedDict
 
 import xgrammar as _xgr
 
@@ -46,6 +51,7 @@ PLAIN = _xgr.GrammarCompiler if not getattr(_xgr.GrammarCompiler, "_gramopt_drop
 TARGET = "xgrammar"
 ROOT = "root"  # the start rule gramopt's EBNF writer always names (formats.ebnf.START)
 STACKS = ("vllm", "sglang", "tensorrt_llm", "mlc_llm")  # packages whose imported name install() swaps
+COMPILED_ENTRIES = 256  # compiled grammars a drop-in keeps (when xgrammar's cache_enabled)
 _SCHEMA_OPTIONS = ("any_whitespace", "indent", "separators", "strict_mode", "max_whitespace_cnt", "any_order")
 
 
@@ -61,6 +67,7 @@ def schema_text(schema) -> str:
     return json.dumps(schema.model_json_schema())
 
 
+@functools.lru_cache(maxsize=256)
 def loadable_text(text: str, root_rule_name: str = ROOT) -> str | None:
     """``text`` as gramopt prints it in xgrammar EBNF (same language; GBNF's bare empty
     alternatives written ``""``), or None when gramopt cannot read it."""
@@ -85,20 +92,69 @@ class GrammarCompiler(PLAIN):
                          cache_limit_bytes=cache_limit_bytes)
         self.gramopt = gramopt if gramopt is not None else _request.shared(TARGET)
         self.gramopt.warm()
+        self._keeps = cache_enabled
+        self._limit = cache_limit_bytes
+        self._compiled: OrderedDict = OrderedDict()  # request key -> (CompiledGrammar, bytes)
+        self._compiled_bytes = 0
+        self._compiled_lock = threading.Lock()
+
+    # -- the compiled grammars of decided requests (a repeat is a dict lookup)
+
+    def _cached(self, key):
+        if not self._keeps:
+            return None
+        t0 = time.perf_counter()
+        with self._compiled_lock:
+            hit = self._compiled.get(key)
+            if hit is not None:
+                self._compiled.move_to_end(key)
+        if hit is None:
+            return None
+        self.gramopt.count_cached(time.perf_counter() - t0)
+        return hit[0]
+
+    def _keep(self, key, served: Served | None, compiled):
+        """Keep ``compiled`` for ``key`` unless it was a fall back (a later request may get
+        the optimized grammar); bounded by ``COMPILED_ENTRIES`` and ``cache_limit_bytes``."""
+        if not self._keeps or (served is not None and served.how == "fell back"):
+            return compiled
+        size = compiled.memory_size_bytes if self._limit > 0 else 0
+        with self._compiled_lock:
+            if key not in self._compiled:
+                self._compiled[key] = (compiled, size)
+                self._compiled_bytes += size
+            while len(self._compiled) > COMPILED_ENTRIES or (self._limit > 0 and self._compiled_bytes > self._limit
+                                                             and len(self._compiled) > 1):
+                _, (_, freed) = self._compiled.popitem(last=False)
+                self._compiled_bytes -= freed
+        return compiled
+
+    def clear_cache(self) -> None:
+        super().clear_cache()
+        with self._compiled_lock:
+            self._compiled.clear()
+            self._compiled_bytes = 0
 
     # -- grammars
 
     def compile_grammar(self, grammar, *, root_rule_name: str = ROOT):
         req = self._grammar_request(grammar, root_rule_name)
+        hit = self._cached(req) if req is not None else None
+        if hit is not None:
+            return hit
         served = self.gramopt.optimize(req) if req is not None else None
-        return self._compile_grammar_served(served, grammar, root_rule_name)
+        return self._keep(req, served, self._compile_grammar_served(served, grammar, root_rule_name))
 
     async def compile_grammar_async(self, grammar, *, root_rule_name: str = ROOT):
         """``compile_grammar`` off the event loop's thread (optimization and compile)."""
         req = self._grammar_request(grammar, root_rule_name)
+        hit = self._cached(req) if req is not None else None
+        if hit is not None:
+            return hit
         served = await self.gramopt.optimize_async(req) if req is not None else None
-        return await asyncio.get_running_loop().run_in_executor(
+        compiled = await asyncio.get_running_loop().run_in_executor(
             None, functools.partial(self._compile_grammar_served, served, grammar, root_rule_name))
+        return self._keep(req, served, compiled)
 
     def _grammar_request(self, grammar, root_rule_name: str) -> Request | None:
         if isinstance(grammar, str):
@@ -130,16 +186,25 @@ class GrammarCompiler(PLAIN):
                             strict_mode: bool = True, max_whitespace_cnt=None, any_order: bool = False):
         kw = dict(any_whitespace=any_whitespace, indent=indent, separators=separators, strict_mode=strict_mode,
                   max_whitespace_cnt=max_whitespace_cnt, any_order=any_order)
-        served = self.gramopt.optimize(self._schema_request(schema, kw))
-        return self._compile_schema_served(served, schema, kw)
+        req = self._schema_request(schema, kw)
+        hit = self._cached(req)
+        if hit is not None:
+            return hit
+        served = self.gramopt.optimize(req)
+        return self._keep(req, served, self._compile_schema_served(served, schema, kw))
 
     async def compile_json_schema_async(self, schema, **kw):
         """``compile_json_schema`` off the event loop's thread (optimization and compile)."""
         kw = {**dict(any_whitespace=True, indent=None, separators=None, strict_mode=True, max_whitespace_cnt=None,
                      any_order=False), **kw}
-        served = await self.gramopt.optimize_async(self._schema_request(schema, kw))
-        return await asyncio.get_running_loop().run_in_executor(
+        req = self._schema_request(schema, kw)
+        hit = self._cached(req)
+        if hit is not None:
+            return hit
+        served = await self.gramopt.optimize_async(req)
+        compiled = await asyncio.get_running_loop().run_in_executor(
             None, functools.partial(self._compile_schema_served, served, schema, kw))
+        return self._keep(req, served, compiled)
 
     def _schema_request(self, schema, kw: dict) -> Request:
         convert = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kw.items()
