@@ -267,3 +267,33 @@ def test_repeats_are_kept_compiled_only_when_xgrammars_cache_is_on(info):
     plain_cache_off = drop.GrammarCompiler(info, cache_enabled=False, gramopt=opt)
     assert plain_cache_off.compile_grammar(text) is not plain_cache_off.compile_grammar(text)
     assert opt.stats()["cached"] == 4  # one compiled-object hit, three optimizer-cache hits
+
+
+def test_a_cpu_bound_overrun_in_the_worker_thread_still_serves_in_time(info, json_gbnf, monkeypatch):
+    """The overrun holds the GIL (pure Python, as the optimizer is); the request still gets
+    the unoptimized grammar within its budget plus plain xgrammar's compile."""
+    text, samples = json_gbnf
+    spin_until = [time.perf_counter() + 30]
+
+    def spinning(req, target, verify):
+        while time.perf_counter() < spin_until[0]:
+            pass
+        return "unchanged", None
+
+    monkeypatch.setattr(request, "optimize_request", spinning)
+    loadable = drop.loadable_text(text)
+    t0 = time.perf_counter()
+    plain = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False).compile_grammar(loadable)
+    plain_seconds = time.perf_counter() - t0
+    budget = 0.1
+    opt = RequestOptimizer(budget_s=budget)
+    compiler = drop.GrammarCompiler(info, max_threads=1, cache_enabled=False, gramopt=opt)
+    try:
+        t0 = time.perf_counter()
+        served = compiler.compile_grammar(text)
+        elapsed = time.perf_counter() - t0
+    finally:
+        spin_until[0] = 0
+    assert elapsed < budget + 2 * plain_seconds + 1.0
+    assert opt.stats()["timed_out"] == 1
+    assert masks_along(served, samples[0].encode()) == masks_along(plain, samples[0].encode())
