@@ -250,6 +250,7 @@ def run_stream(env: Env, items: list[Item], order: list[int], max_tokens: int):
             last_cg[idx][a + "@steady"] = cg
     masks = {g: {a: [] for a in ARMS + STEADY} for g in ("schema", "grammar")}
     diffs = {a: 0 for a in ARMS + STEADY}
+    differing = []  # (item, {arm: steps})
     steps = 0
     for idx, cgs in sorted(last_cg.items()):
         item = items[idx]
@@ -261,6 +262,8 @@ def run_stream(env: Env, items: list[Item], order: list[int], max_tokens: int):
         for a in times:
             masks[item.kind][a].extend(times[a])
             diffs[a] += d.get(a, 0)
+        if any(d.values()):
+            differing.append((item.name, {a: n for a, n in d.items() if n}))
     verdicts = {"instances": 0, "disagree": 0, "schemas": 0}
     for idx, cgs in sorted(last_cg.items()):
         item = items[idx]
@@ -272,7 +275,7 @@ def run_stream(env: Env, items: list[Item], order: list[int], max_tokens: int):
             verdicts["instances"] += 1
             verdicts["disagree"] += verdict(env, cgs["plain"], text) != verdict(env, cgs["drop-in"], text)
     stats = {a: comps[a].gramopt.stats() for a in ARMS if hasattr(comps[a], "gramopt")}  # incl. steady pass
-    return {"ttfm": ttfm, "first": first, "masks": masks, "diffs": diffs, "steps": steps,
+    return {"ttfm": ttfm, "first": first, "masks": masks, "diffs": diffs, "steps": steps, "differing": differing,
             "refused": refused, "verdicts": verdicts, "stats": stats}
 
 
@@ -353,7 +356,8 @@ def report(args, n_items: int, n_req: int, res: dict | None, head: dict) -> str:
                 lines.append(f"| {label} | {a} | {len(t)} | {pct(t, 50):.4f} | {pct(t, 95):.3f} | {pct(t, 99):.3f} | "
                              f"{np.mean(t) * 1e3:.3f} |")
     lines += ["", f"Mask steps differing from plain's: " + ", ".join(
-        f"{a} {res['diffs'][a]}" for a in ARMS[1:] + STEADY) + f" (of {res['steps']} steps).",
+        f"{a} {res['diffs'][a]}" for a in ARMS[1:] + STEADY) + f" (of {res['steps']} steps)" +
+              "".join(f"; {name}: {d}" for name, d in res["differing"]) + ".",
               f"Verdicts: {res['verdicts']['instances']} test instances of {res['verdicts']['schemas']} schemas, "
               f"plain vs drop-in disagree on {res['verdicts']['disagree']}.", "",
               "Counters (`stats()`):", "", "| arm | requests | optimized | cached | unchanged | fell back | "
@@ -393,6 +397,7 @@ def main(argv=None) -> int:
         summary["stream"] = {
             "items": [i.name for i in items], "order": order, "refused": res["refused"], "stats": res["stats"],
             "verdicts": res["verdicts"], "mask_diffs": res["diffs"], "steps": res["steps"],
+            "differing": res["differing"],
             "ttfm_ms": {a: [round(x * 1e3, 4) for x in res["ttfm"][a]] for a in ARMS},
             "mask_ms": {g: {a: {"p50": pct(t, 50), "p95": pct(t, 95), "p99": pct(t, 99),
                                 "mean": float(np.mean(t) * 1e3) if t else None, "n": len(t)}

@@ -79,6 +79,13 @@ def loadable_text(text: str, root_rule_name: str = ROOT) -> str | None:
         return None
 
 
+def _schema_key(schema, kw: dict) -> tuple:
+    """The compiled-grammar cache key of a schema (its JSON text) and the converter's options."""
+    sep = kw["separators"]
+    return ("schema", schema_text(schema), kw["any_whitespace"], kw["indent"], tuple(sep) if sep is not None else None,
+            kw["strict_mode"], kw["max_whitespace_cnt"], kw["any_order"])
+
+
 class GrammarCompiler(PLAIN):
     """``xgrammar.GrammarCompiler`` with gramopt in front of ``compile_grammar`` and
     ``compile_json_schema`` (module docstring). ``gramopt``: a ``RequestOptimizer`` (default:
@@ -116,7 +123,7 @@ class GrammarCompiler(PLAIN):
     def _keep(self, key, served: Served | None, compiled):
         """Keep ``compiled`` for ``key`` unless it was a fall back (a later request may get
         the optimized grammar); bounded by ``COMPILED_ENTRIES`` and ``cache_limit_bytes``."""
-        if not self._keeps or (served is not None and served.how == "fell back"):
+        if key is None or not self._keeps or (served is not None and served.how == "fell back"):
             return compiled
         size = compiled.memory_size_bytes if self._limit > 0 else 0
         with self._compiled_lock:
@@ -138,23 +145,25 @@ class GrammarCompiler(PLAIN):
     # -- grammars
 
     def compile_grammar(self, grammar, *, root_rule_name: str = ROOT):
-        req = self._grammar_request(grammar, root_rule_name)
-        hit = self._cached(req) if req is not None else None
+        key = ("grammar", grammar, root_rule_name) if isinstance(grammar, str) else None
+        hit = self._cached(key) if key is not None else None
         if hit is not None:
             return hit
+        req = self._grammar_request(grammar, root_rule_name)
         served = self.gramopt.optimize(req) if req is not None else None
-        return self._keep(req, served, self._compile_grammar_served(served, grammar, root_rule_name))
+        return self._keep(key, served, self._compile_grammar_served(served, grammar, root_rule_name))
 
     async def compile_grammar_async(self, grammar, *, root_rule_name: str = ROOT):
         """``compile_grammar`` off the event loop's thread (optimization and compile)."""
-        req = self._grammar_request(grammar, root_rule_name)
-        hit = self._cached(req) if req is not None else None
+        key = ("grammar", grammar, root_rule_name) if isinstance(grammar, str) else None
+        hit = self._cached(key) if key is not None else None
         if hit is not None:
             return hit
+        req = self._grammar_request(grammar, root_rule_name)
         served = await self.gramopt.optimize_async(req) if req is not None else None
         compiled = await asyncio.get_running_loop().run_in_executor(
             None, functools.partial(self._compile_grammar_served, served, grammar, root_rule_name))
-        return self._keep(req, served, compiled)
+        return self._keep(key, served, compiled)
 
     def _grammar_request(self, grammar, root_rule_name: str) -> Request | None:
         if isinstance(grammar, str):
@@ -186,25 +195,25 @@ class GrammarCompiler(PLAIN):
                             strict_mode: bool = True, max_whitespace_cnt=None, any_order: bool = False):
         kw = dict(any_whitespace=any_whitespace, indent=indent, separators=separators, strict_mode=strict_mode,
                   max_whitespace_cnt=max_whitespace_cnt, any_order=any_order)
-        req = self._schema_request(schema, kw)
-        hit = self._cached(req)
+        key = _schema_key(schema, kw)
+        hit = self._cached(key)
         if hit is not None:
             return hit
-        served = self.gramopt.optimize(req)
-        return self._keep(req, served, self._compile_schema_served(served, schema, kw))
+        served = self.gramopt.optimize(self._schema_request(schema, kw))
+        return self._keep(key, served, self._compile_schema_served(served, schema, kw))
 
     async def compile_json_schema_async(self, schema, **kw):
         """``compile_json_schema`` off the event loop's thread (optimization and compile)."""
         kw = {**dict(any_whitespace=True, indent=None, separators=None, strict_mode=True, max_whitespace_cnt=None,
                      any_order=False), **kw}
-        req = self._schema_request(schema, kw)
-        hit = self._cached(req)
+        key = _schema_key(schema, kw)
+        hit = self._cached(key)
         if hit is not None:
             return hit
-        served = await self.gramopt.optimize_async(req)
+        served = await self.gramopt.optimize_async(self._schema_request(schema, kw))
         compiled = await asyncio.get_running_loop().run_in_executor(
             None, functools.partial(self._compile_schema_served, served, schema, kw))
-        return self._keep(req, served, compiled)
+        return self._keep(key, served, compiled)
 
     def _schema_request(self, schema, kw: dict) -> Request:
         convert = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kw.items()
