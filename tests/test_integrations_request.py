@@ -231,3 +231,12 @@ def test_async_variant_returns_the_same():
     opt = RequestOptimizer(budget_s=None)
     served = asyncio.run(opt.optimize_async(req()))
     assert served.how == "optimized" and served.text == opt.optimize(req()).text
+
+
+def test_the_counters_are_logged(caplog, monkeypatch):
+    monkeypatch.setattr(request, "LOG_EVERY", 2)
+    opt = RequestOptimizer(budget_s=None)
+    with caplog.at_level(logging.INFO, logger="gramopt.integrations"):
+        opt.optimize(req())
+        opt.optimize(req())
+    assert any("2 requests: 1 optimized, 1 cached" in r.getMessage() for r in caplog.records)

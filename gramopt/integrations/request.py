@@ -60,6 +60,7 @@ LOG = logging.getLogger("gramopt.integrations")
 HOWS = ("optimized", "cached", "unchanged", "fell back", "passed through")
 WORKERS = ("thread", "process")
 VERIFY = ("fast", "full", "none")
+LOG_EVERY = 100  # requests between two INFO lines of the counters
 
 
 @dataclass(frozen=True)
@@ -521,7 +522,16 @@ class RequestOptimizer:
             LOG.info("gramopt: serving the input as is: gramopt cannot read it (%s)", served.why)
         else:
             LOG.debug("gramopt: %s in %.1f ms", served.how, served.seconds * 1000)
+        self._log_counters()
         return served
+
+    def _log_counters(self) -> None:
+        if self._counts.requests % LOG_EVERY == 0:
+            s = self.stats()
+            LOG.info("gramopt: %d requests: %d optimized, %d cached (hit rate %.2f), %d unchanged, %d fell back "
+                     "(%d over budget), %d passed through; %.1f s optimizing, %.1f s waited",
+                     s["requests"], s["optimized"], s["cached"], s["hit_rate"], s["unchanged"], s["fell_back"],
+                     s["timed_out"], s["passed_through"], s["seconds_optimizing"], s["seconds_waiting"])
 
     def _fallback(self, t0: float, why: str, timed_out: bool = False) -> Served:
         seconds = time.perf_counter() - t0
@@ -530,6 +540,7 @@ class RequestOptimizer:
             self._counts.timed_out += timed_out
             self._counts.seconds_waiting += seconds
         LOG.warning("gramopt: serving the unoptimized grammar: %s", why)
+        self._log_counters()
         return Served(None, "fell back", why, seconds)
 
 
