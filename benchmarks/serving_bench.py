@@ -338,7 +338,8 @@ def report(args, n_items: int, n_req: int, res: dict | None, head: dict) -> str:
         return "\n".join(lines)
     lines += [f"## Stream: {n_req} requests over {n_items} distinct items", "",
               "Time to first mask (ms; compile incl. gramopt + matcher + first mask):", "",
-              "| arm | p50 | p95 | mean | first-seen p50 | first-seen mean | refused |", "|---|---|---|---|---|---|---|"]
+              "| arm | p50 | p95 | mean | first-seen p50 | first-seen mean | refused |",
+              "|---|---|---|---|---|---|---|"]
     p50_plain = pct(res["ttfm"]["plain"], 50)
     for a in ARMS:
         t, f = res["ttfm"][a], res["first"][a]
@@ -361,7 +362,8 @@ def report(args, n_items: int, n_req: int, res: dict | None, head: dict) -> str:
               f"Verdicts: {res['verdicts']['instances']} test instances of {res['verdicts']['schemas']} schemas, "
               f"plain vs drop-in disagree on {res['verdicts']['disagree']}.", "",
               "Counters (`stats()`):", "", "| arm | requests | optimized | cached | unchanged | fell back | "
-              "timed out | passed through | late | hit rate | s optimizing |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "timed out | passed through | late | hit rate | s optimizing |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for a, s in res["stats"].items():
         lines.append(f"| {a} | {s['requests']} | {s['optimized']} | {s['cached']} | {s['unchanged']} | "
                      f"{s['fell_back']} | {s['timed_out']} | {s['passed_through']} | {s['late']} | "
