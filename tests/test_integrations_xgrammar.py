@@ -152,7 +152,7 @@ def test_errors_are_xgrammars_own(info):
     bad = 'root ::= "a" | | ( "b"'
     with pytest.raises(Exception) as plain_error:
         xgr.GrammarCompiler(info).compile_grammar(bad)
-    opt = RequestOptimizer()
+    opt = RequestOptimizer(budget_s=None)  # the counters below, whatever the machine's load
     with pytest.raises(type(plain_error.value)) as ours:
         drop.GrammarCompiler(info, gramopt=opt).compile_grammar(bad)
     assert str(ours.value) == str(plain_error.value)
