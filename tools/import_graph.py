@@ -25,6 +25,7 @@ LAYERS = [  # floor 0 is the ground
     {"targets", "engines"},
     {"passes", "judge", "bench"},
     {"cli", "batch", "summary", "__init__", "__main__"},
+    {"integrations"},  # serving stacks' adapters: over the pass API, formats and batch's cache
 ]
 FLOOR = {p: i for i, floor in enumerate(LAYERS) for p in floor}
 ONLY = {"runtime": {"grammar", "runtime"}, "sampling": {"grammar", "runtime", "sampling"}}
