@@ -24,9 +24,11 @@ On a mask difference the culprit is found and dropped, cheapest loss first:
     come back from the input too); a repair is kept only where the language check, the
     cost decision and every engine's check pass;
   * else the pipeline is rerun without the culprit pass (twice at most);
-  * else the optimizer's fallbacks (the passes without the e-graph ones), and last the
-    input with only the target's fix-ups — checked in the engines too: where even those
-    differ, the input itself.
+  * else the optimizer's fallbacks (the passes without the e-graph ones; the input without
+    its redundancy, for a target with ``reduce``), and last the input with only the target's
+    fix-ups — checked in the engines too: where even those differ, the input itself.
+A candidate the cost decision rejects goes to the fallbacks that leave the passes out (the
+input without its redundancy), then to the last resort.
 Everything is counted in work units (mask comparisons, replays): the same input gives the
 same verdict and bytes on any machine.
 """
@@ -175,10 +177,12 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
         found = _repaired(original, candidate, diff, optimizer, engines, acceptable, verdict)
         if found is not None:
             return done(found[1], verdict.engine_notes, f"kept {found[0]}")
-        for label, c in optimizer.fallbacks(True)[:-1]:
-            if c != original and c != last and acceptable(c):
-                return done(c, verdict.engine_notes, f"kept {label}")
+    # the fallbacks before the last resort: after an engine's difference all of them, after the
+    # cost decision's rejection those that keep the passes out (the input without its redundancy)
     notes = verdict.guard_notes if why is not None else verdict.engine_notes
+    for label, c in optimizer.fallbacks(why is None)[:-1]:
+        if c != original and c != last and acceptable(c):
+            return done(c, notes, f"kept {label}")
     diff = engines.difference(last)
     if diff is not None:  # even the target's fix-ups differ in an engine: the input itself
         verdict.engine_notes.append(f"{last_label}: {diff.describe()}")
