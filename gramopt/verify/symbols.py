@@ -5,7 +5,11 @@
 The alphabet is either the 256 bytes (GBNF / xgrammar EBNF: languages of UTF-8 byte
 strings) or, for a Lark grammar, an integer per distinct lexer atom (``Terminal``,
 ``Regex``, ``Literal`` token) — a Lark language is over its terminals, so a check never
-looks inside one. Pass ``atoms`` to share one atom table between two grammars.
+looks inside one. Pass ``atoms`` to share one atom table between two grammars. A byte
+grammar may also hold ``letters``: ``Terminal`` atoms standing for whole sub-languages
+(``letters.abstract``: a large repetition checked as one symbol), numbered 256, 257, …;
+its alphabet is then the bytes and the letters, and ``atoms`` lists both (inputs are
+tuples).
 
 Construction, from the canonical BNF (``gramopt.grammar.lower``):
 
@@ -73,10 +77,11 @@ def grammar_atoms(grammar: Grammar) -> tuple:
     return tuple(seen)
 
 
-def compile_grammar(grammar: Grammar, atoms: tuple | None = None) -> Compiled:
+def compile_grammar(grammar: Grammar, atoms: tuple | None = None, letters: tuple = ()) -> Compiled:
     """The pruned integer BNF of ``grammar`` (see the module docstring)."""
     bnf = lower(grammar)
     lark = is_lark(grammar)
+    letter_id = {t: BYTES + i for i, t in enumerate(letters)}
     if lark:
         table = list(atoms or ())
         for a in grammar_atoms(grammar):
@@ -127,6 +132,8 @@ def compile_grammar(grammar: Grammar, atoms: tuple | None = None) -> Compiled:
                 out.append(char_class(s))
             elif lark and isinstance(s, (Terminal, Regex, Literal)):
                 out.append(terminal(frozenset((atom_id[s],))))
+            elif s in letter_id and not lark:
+                out.append(terminal(frozenset((letter_id[s],))))
             else:
                 raise TypeError(f"verify: symbol {s!r} in a {grammar.dialect} grammar")
         prods.append((nt_id[p.lhs], tuple(out)))
@@ -139,8 +146,8 @@ def compile_grammar(grammar: Grammar, atoms: tuple | None = None) -> Compiled:
     for i, (a, _) in enumerate(prods):
         by_lhs[a].append(i)
     return Compiled(
-        alphabet=len(table) if lark else BYTES,
-        atoms=tuple(table) if lark else None,
+        alphabet=len(table) if lark else BYTES + len(letters),
+        atoms=tuple(table) if lark else (tuple(range(BYTES)) + tuple(letters) if letters else None),
         names=tuple(names),
         lhs=tuple(a for a, _ in prods),
         rhs=tuple(r for _, r in prods),
