@@ -83,3 +83,28 @@ def test_coverage_of_a_long_chain_stores_no_long_context():
     assert all(isinstance(e, tuple) and len(e) == 3 for e in sh.edge if e is not None)
     sentences = coverage_sentences(g)
     assert next(sentences) == tuple(b"b")
+
+
+def test_a_repetition_node_kept_while_the_rules_it_names_change():
+    """The optimizer rewrote ``int`` (the ``sign`` helper inlined) and kept ``items{0,9999}``:
+    the node pairs as written, and a tag compares its items."""
+    a = parse('''
+root ::= "[" int items{0,9999} "]"
+items ::= "," int
+int ::= "0" | sign [1-9] [0-9]*
+sign ::= "" | "-"
+''', "gbnf")
+    b = parse('''
+root ::= "[" ("0" | "-"? [1-9] [0-9]*) items{0,9999} "]"
+items ::= "," int
+int ::= "0" | "-"? [1-9] [0-9]*
+''', "gbnf")
+    res = check_equivalence(a, b)
+    assert res.ok and res.stats["letters"] == {"repetitions": 1, "items": 1}
+    bad = parse('''
+root ::= "[" ("0" | "-"? [1-9] [0-9]*) items{0,9999} "]"
+items ::= "," int
+int ::= "0" | "-"? [0-9] [0-9]*
+''', "gbnf")
+    res = check_equivalence(a, bad)
+    assert not res.ok and b"00" in res.counterexample.data

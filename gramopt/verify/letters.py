@@ -5,9 +5,9 @@
 
 ``x{4,32767}`` lowers to 32,767 copies of x and 32,763 helper rules; every check then reads
 sets along all of them (a one-property ``maxLength`` schema took gigabytes and minutes).
-When both grammars hold a repetition ``R = x{m,n}`` (n or m above ``LARGE``) with the same
-key (R with the non-recursive rules x names unfolded: an inlining leaves it), each
-occurrence of R is replaced, in both, by a fresh letter ``r`` (a ``Terminal`` outside
+When both grammars hold a repetition ``R = x{m,n}`` (n or m above ``LARGE``) — the same
+node, or the same key (R with the non-recursive rules x names unfolded: an inlining leaves
+it) — each occurrence of R is replaced, in both, by a fresh letter ``r`` (a ``Terminal`` outside
 the byte alphabet: ``symbols.compile_grammar(letters=…)``), and the two abstracted grammars
 G♯, G'♯ are compared instead — over a combined start rule
 
@@ -22,8 +22,8 @@ block of everything else, where Ri occurs as the letter ri. Bekić's lemma: the 
 solution of the whole system is obtained by solving the second block with the ri as
 parameters, which (substitution commutes with least solutions of context-free systems)
 gives σ(L(A♯)) for every nonterminal A, σ(ri) = L(Ri); then Ri is the least solution of
-Ri = σ(L(xi♯)){mi,ni}. If L(S♯) and every L(xi♯) are equal in both grammars (an xi whose
-key has no rule references has one language in both), both systems have the same
+Ri = σ(L(xi♯)){mi,ni}. If L(S♯) and every L(xi♯) are equal in both grammars (a pair with
+one key that names no rule has one language in both), both systems have the same
 equations for the Ri, hence the same least solutions, hence equal σ and L(S) = σ(L(S♯)) =
 L(S'). So a check of the abstraction has the strength of the same check of the grammars
 (and is exact when it says so). The converse does not hold: a difference between the
@@ -99,35 +99,48 @@ def _unfolded(e: Expr, bodies: dict[str, Expr], left: list[int], path: tuple[str
 
 
 def abstract(original: Grammar, candidate: Grammar) -> Abstraction | None:
-    """The abstraction of both grammars over the large repetitions they share (by key:
-    ``large_repeats``), or None when they share none (or are Lark grammars: atoms
-    already). Within one grammar, repetitions with one key have one language (unfolding
-    preserves it), so they share a letter; across the two, a key without references is one
-    language too, and a key with references gets a tag, so its items are compared."""
+    """The abstraction of both grammars over the large repetitions they share, or None when
+    they share none (or are Lark grammars: atoms already). Within one grammar, repetitions
+    with one key have one language (unfolding preserves it), so a key is one letter. A key
+    of the original pairs with the candidate's same key, else with a key of the candidate
+    that holds one of its repetition nodes as written (``Ref(items){0,9999}`` in both, the
+    rules it names rewritten). A pair whose keys are equal and name no rule is one language
+    in both; any other pair gets a tag, so its items are compared."""
     if original.dialect == "lark" or candidate.dialect == "lark":
         return None
     ours, theirs = large_repeats(original), large_repeats(candidate)
-    keys = list(dict.fromkeys(k for k in ours.values() if k in set(theirs.values())))
-    if not keys:
+    their_keys = set(theirs.values())
+    pairs: dict[Repeat, Repeat] = {}  # key of the original -> key of the candidate
+    taken: set[Repeat] = set()
+    for node, k in ours.items():
+        if k in pairs:
+            continue
+        match = k if k in their_keys else theirs.get(node)
+        if match is not None and match not in taken:
+            pairs[k] = match
+            taken.add(match)
+    if not pairs:
         return None
+    keys = list(pairs)
     letter_of = {k: Terminal(f"⟨r{i + 1}⟩") for i, k in enumerate(keys)}
+    their_letter = {pairs[k]: letter_of[k] for k in keys}
     first: list[dict[Repeat, Repeat]] = [{}, {}]  # key -> the first repetition with it, per grammar
     for side, found in enumerate((ours, theirs)):
         for node, k in found.items():
-            if k in letter_of:
-                first[side].setdefault(k, node)
-    tagged = tuple(i for i, k in enumerate(keys) if any(isinstance(n, Ref) for n in walk(k.item)))
+            first[side].setdefault(k, node)
+    tagged = tuple(i for i, k in enumerate(keys)
+                   if pairs[k] != k or any(isinstance(n, Ref) for n in walk(k.item)))
     tags = tuple(Terminal(f"⟨t{j + 1}⟩") for j in range(len(tagged)))
 
-    def abstracted(g: Grammar, found: dict[Repeat, Repeat], side: int) -> Grammar:
-        letter = {node: letter_of[k] for node, k in found.items() if k in letter_of}
+    def abstracted(g: Grammar, found: dict[Repeat, Repeat], letters: dict, side: int) -> Grammar:
+        letter = {node: letters[k] for node, k in found.items() if k in letters}
         rules = [Rule(r.name, _replaced(r.body, letter)) for r in g.rules]
-        items = [Rule(f"⟨item{j + 1}⟩", _replaced(first[side][keys[i]].item, letter))
+        items = [Rule(f"⟨item{j + 1}⟩", _replaced(first[side][keys[i] if side == 0 else pairs[keys[i]]].item, letter))
                  for j, i in enumerate(tagged)]
         top = alt(Ref(g.start), *(seq(t, Ref(item.name)) for t, item in zip(tags, items)))
         return Grammar((Rule(CHECK, top), *rules, *items), CHECK, dialect=g.dialect)
 
-    return Abstraction(abstracted(original, ours, 0), abstracted(candidate, theirs, 1),
+    return Abstraction(abstracted(original, ours, letter_of, 0), abstracted(candidate, theirs, their_letter, 1),
                        tuple(first[0][k] for k in keys), tuple(letter_of.values()) + tags, tagged)
 
 
