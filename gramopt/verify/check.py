@@ -29,6 +29,7 @@ import time
 
 from ..collector import paused
 from ..grammar import Grammar
+from ..grammar.size import check_size
 from .coverage import coverage_check
 from .derivations import derivation_check
 from .enumeration import enumerate_check
@@ -72,6 +73,8 @@ def _check(original: Grammar, candidate: Grammar, bounds: Bounds, methods) -> Ve
         problem = lark_mismatch(original, candidate)
         if problem:
             return VerifyResult(False, None, {"lexer": problem})
+    check_size(original)  # one size policy for every command, letters or not (grammar.size)
+    check_size(candidate)
     budget = WorkBudget(bounds.max_work)
     ab = abstract(original, candidate)
     note = None
