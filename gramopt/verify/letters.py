@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from ..grammar import Grammar
 from ..grammar.expr import Alt, Expr, Ref, Repeat, Seq, Terminal, alt, seq, walk
 from ..grammar.grammar import Rule
+from .coverage import shortest, spell_yield
+from .symbols import BYTES, compile_grammar
 
 LARGE = 16  # a repetition of more copies than this is checked as a letter when both grammars hold it
 CHECK = "⟨check⟩"
@@ -162,8 +164,6 @@ def concrete_text(ab: Abstraction, data: tuple[int, ...]) -> bytes | None:
     """``data`` (bytes and letters of the abstraction) with each repetition's letter spelled
     as a shortest string of that repetition in the original grammar; None when it holds a
     tag (a difference between items, which need not be one between the grammars)."""
-    from .coverage import shortest, spell_yield
-    from .symbols import BYTES, compile_grammar
     n = len(ab.repeats)
     memo: dict[int, tuple[int, ...]] = {}
     busy: set[int] = set()
