@@ -100,3 +100,40 @@ def test_a_chain_written_deepest_last_compiles_in_linear_steps():
     g = symbols.compile_grammar(parse(text.replace("r0 ", "root ", 1), "gbnf", start="root"))
     assert len(g.rhs) == 2 * n + 2
     assert derivations.heights(g)[0][0] == n + 2
+
+
+def plain_rule_fixpoint(grammar, holds):
+    out = set()
+    changed = True
+    while changed:
+        changed = False
+        for r in grammar.rules:
+            if r.name not in out and holds(r.body, out):
+                out.add(r.name)
+                changed = True
+    return out
+
+
+def test_nullable_and_productive_rules_are_the_plain_fixpoints():
+    from gramopt.grammar import analysis
+    rng = random.Random(1)
+    pieces = ['"a"', '""', "R*", '(R | "b")+', '"c"?', "R", "R R", "R{2,3}"]
+    for _ in range(1500):
+        k = rng.randrange(2, 7)
+        rules = [f"r{i} ::= " + " | ".join(
+            " ".join(rng.choice(pieces).replace("R", f"r{rng.randrange(k)}") for _ in range(rng.randrange(1, 4)))
+            for _ in range(rng.randrange(1, 4))) for i in range(k)]
+        g = parse("\n".join(rules).replace("r0 ::=", "root ::=", 1).replace("r0", "root"), "gbnf")
+        for holds in (analysis.nullable_expr, analysis.productive_expr):
+            assert analysis._fixpoint(g, holds) == plain_rule_fixpoint(g, holds), rules
+
+
+def test_a_chain_in_source_order_is_one_pass():
+    """r0 needs r1, …, r(n-1) needs rn: the plain loop found one more rule per pass over all
+    n rules; the Horn solver touches each node once."""
+    from gramopt.grammar import analysis
+    n = 3000
+    text = "\n".join(f'r{i} ::= "a" r{i + 1} | r{i + 1} r{i + 1}' for i in range(n)) + f'\nr{n} ::= "c" | ""\n'
+    g = parse(text.replace("r0 ", "root ", 1), "gbnf", start="root")
+    assert len(analysis.productive_rules(g)) == n + 1
+    assert len(analysis.nullable_rules(g)) == n + 1  # rn ⇒ ε, so each r(i) ⇒ r(i+1) r(i+1) ⇒* ε
