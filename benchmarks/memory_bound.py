@@ -165,6 +165,17 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def read_tsv(path: str) -> list[dict]:
+    """The rows a run appended to ``--out`` (schema, target, rc, rss_mb, seconds, killed, message)."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            p = line.rstrip("\n").split("\t")
+            rows.append({"schema": p[0], "target": p[1], "rc": int(p[2]), "rss_mb": float(p[3]),
+                         "seconds": float(p[4]), "killed": p[5], "message": p[6] if len(p) > 6 else ""})
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(DATA))
@@ -174,7 +185,11 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="*.json", help="glob of schema file names")
     ap.add_argument("--out", default=None, help="append one TSV line per run here")
     ap.add_argument("--spawn", action="store_true", help="a fresh interpreter per run (slower)")
+    ap.add_argument("--summarize", default=None, help="only print the summary of a TSV written by --out")
     args = ap.parse_args(argv)
+    if args.summarize:
+        print(summary(read_tsv(args.summarize)))
+        return 0
     if not args.spawn:
         preload()
     schemas = sorted(p for p in Path(args.data).glob("*.json") if fnmatch.fnmatch(p.name, args.only))
