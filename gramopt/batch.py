@@ -20,7 +20,11 @@ optimizes nothing. Default: ``OUTDIR/.gramopt-cache``. Entries are written atomi
 file + rename), so concurrent workers computing the same key both leave one valid entry.
 
 Outputs are the bytes ``gramopt optimize`` writes for each input alone: the same under the
-process pool, a Dask cluster or the cache. A progress bar on stderr counts done / failed /
+process pool, a Dask cluster or the cache. An item never takes another down: whatever ends
+it — bad input, a difference found, a limit, its process dying, an unexpected exception in
+gramopt (exit 70 for that item, its one-line message), an output file that cannot be
+written — fails that item alone, every other item is written, and the batch's exit status
+is the worst item's. Where the outputs go is checked before any work (``check_outdir``). A progress bar on stderr counts done / failed /
 cached items (one line per item when stderr is not a terminal).
 """
 
@@ -36,7 +40,7 @@ from typing import Iterator
 
 from . import targets
 from .formats import EXTENSIONS, write_file
-from .cli.exits import EXIT_OK, EXIT_UNSOUND, EXIT_USAGE
+from .cli.exits import EXIT_INTERNAL, EXIT_OK, EXIT_UNSOUND, EXIT_USAGE
 from .grammar import GrammarError
 
 GRAMMAR_EXTENSIONS = tuple(EXTENSIONS)
@@ -227,12 +231,21 @@ def optimize_item(item: dict, options: dict, cache_dir: str | None) -> dict:
     except OptimizationError as e:
         return {"name": it.name, "code": EXIT_UNSOUND, "message": e.user_message(it.name).replace("\n", "; "),
                 "seconds": time.perf_counter() - t0, "text": None, "cached": False}
+    except Exception as e:  # a bug in gramopt: this item fails alone, as the command line would
+        return internal_error(it.name, e, time.perf_counter() - t0)
     cache_put(cache_dir, key, text)
     before, after = result.report.kappa_before, result.report.kappa_after
     warned = "".join(f"; warning: {w}" for w in result.report.warnings) + \
         "".join(f"; stopped: {w}" for w in result.report.stops)
     return {"name": it.name, "code": EXIT_OK, "message": f"κ {before} → {after}{warned}",
             "seconds": time.perf_counter() - t0, "text": text, "cached": False}
+
+
+def internal_error(name: str, e: BaseException, seconds: float = 0.0) -> dict:
+    """The result of an item that raised an unexpected exception: exit 70, one line."""
+    return {"name": name, "code": EXIT_INTERNAL,
+            "message": f"{name}: internal error: {type(e).__name__}: {e}".replace("\n", "; "),
+            "seconds": seconds, "text": None, "cached": False}
 
 
 def _optimize(it: Item, options: dict):
@@ -270,7 +283,8 @@ def _optimize(it: Item, options: dict):
 
 class Progress:
     """``[####....] 12/23  done 10  failed 1  cached 1  12.3 s  name`` on stderr, redrawn in
-    place on a terminal, one line per item otherwise."""
+    place on a terminal, one line per item otherwise; disabled (``-q``), only the failures,
+    one line each."""
 
     def __init__(self, total: int, enabled: bool = True, stream=None):
         self.total, self.enabled = total, enabled
@@ -283,7 +297,10 @@ class Progress:
         self.done += 1
         self.failed += code != EXIT_OK
         self.cached += cached
-        if not self.enabled:
+        if not self.enabled:  # quiet: no bar, but a failure is always said
+            if code != EXIT_OK:
+                self.stream.write(f"{name}: FAILED {message}\n")
+                self.stream.flush()
             return
         width = 24
         fill = width * self.done // max(1, self.total)
@@ -333,13 +350,35 @@ def run_batch(items: list[Item], options: dict, *, workers: int = 0, scheduler: 
 
 
 def _finish(it: Item, r: dict, bar: Progress, written: list) -> int:
+    """Write one item's output (a write that fails fails the item: exit 2, its reason)."""
     if r["code"] == EXIT_OK:
-        os.makedirs(os.path.dirname(os.path.abspath(it.dst)), exist_ok=True)
-        if not (os.path.exists(it.dst) and _same(it.dst, r["text"])):
-            write_file(it.dst, r["text"])
-            written[0] += 1
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(it.dst)), exist_ok=True)
+            if not (os.path.exists(it.dst) and _same(it.dst, r["text"])):
+                write_file(it.dst, r["text"])
+                written[0] += 1
+        except OSError as e:
+            r = dict(r, code=EXIT_USAGE, message=f"{it.dst}: error: cannot write: {e.strerror or e}")
+        except GrammarError as e:
+            r = dict(r, code=EXIT_USAGE, message=e.format().splitlines()[0])
     bar.update(it.name, r["code"], r["cached"], f"{r['message']} ({r['seconds']:.2f} s)")
     return r["code"]
+
+
+def check_outdir(outdir: str) -> None:
+    """GrammarError (exit 2) now, before any work, when the batch cannot write into
+    ``outdir``: it is a file, or it (or the folder it would be made in) is not a writable
+    folder."""
+    if os.path.exists(outdir) and not os.path.isdir(outdir):
+        raise GrammarError("a batch writes into a folder, and this is a file: give a folder (new or "
+                           "existing)", path=outdir)
+    folder = os.path.abspath(outdir)
+    while not os.path.exists(folder):  # the nearest existing folder is where it is made
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise GrammarError(f"cannot make the output folder: '{folder}' is a file", path=outdir)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise GrammarError(f"cannot write into '{folder}': permission denied", path=outdir)
 
 
 def _same(path: str, text: str) -> bool:
@@ -368,10 +407,13 @@ def _schedule(todo: list[Item], options: dict, workers: int, scheduler: str | No
     try:
         futures = {pool.submit(optimize_item, asdict(it), options, cache_dir): it for it in todo}
         for fut in as_completed(futures):
-            if isinstance(fut.exception(), BrokenProcessPool):
+            error = fut.exception()
+            if isinstance(error, BrokenProcessPool):
                 break  # a worker died (killed: out of memory, a signal); the pool is gone
             done.add(futures[fut].name)
-            yield fut.result()
+            # optimize_item returns every failure; what is raised here came from around it
+            # (the item or its result could not be passed between processes)
+            yield fut.result() if error is None else internal_error(futures[fut].name, error)
     except BaseException:
         _stop_workers(pool)  # Ctrl-C or a safety limit: no worker goes on after the client stops
         raise
@@ -410,6 +452,8 @@ def _one_process_each(todo: list[Item], options: dict, n: int, cache_dir) -> Ite
                     result = conn.recv()
                 except EOFError:  # it ended without an answer
                     result = None
+                except Exception as e:  # an answer that could not be read back
+                    result = internal_error(it.name, e)
                 conn.close()
                 proc.join()
                 yield result if result is not None else _died(it, proc.exitcode)
@@ -472,9 +516,13 @@ def _on_dask(todo: list[Item], options: dict, scheduler: str, cache_dir):
     try:
         futures = [client.submit(optimize_item, asdict(it), options, cache_dir, pure=False, key=f"gramopt-{i}-{it.name}")
                    for i, it in enumerate(todo)]
+        names = {fut.key: it.name for fut, it in zip(futures, todo)}
         try:
             for fut in as_completed(futures):
-                yield fut.result()
+                try:
+                    yield fut.result()
+                except Exception as e:  # a worker lost, or the item could not be passed: it alone fails
+                    yield internal_error(names[fut.key], e)
         except BaseException:
             client.cancel(futures)  # stopped: the cluster drops what was not done
             raise

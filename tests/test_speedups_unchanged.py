@@ -1,6 +1,6 @@
 """The optimizer's speed-ups change nothing it says or charges: coverage sentences read from
-a shared prefix (``coverage.Resumed``) get ``accepts``'s verdicts with the same sets built
-and the same work charged; ``run`` from a given set equals reading the whole input; the
+their memoized contexts (``coverage.Checker``) get ``accepts``'s verdicts with the same sets
+built and the same work charged; ``run`` from a given set equals reading the whole input; the
 sentences are the plain definition's; the recognizer's work and suffix numbering are the
 ones measured before; the collector is paused while optimizing and checking and restored
 after; ``release`` keeps a recognizer usable; ``equivalent_rules._unfold`` is ``transform``
@@ -12,9 +12,10 @@ import gc
 import random
 
 from gramopt.formats import parse
+from gramopt.grammar import GrammarError
 from gramopt.verify import check_equivalence
 from gramopt.collector import paused as collector_paused
-from gramopt.verify.coverage import Resumed, coverage_sentences, shortest_contexts, shortest_yields
+from gramopt.verify.coverage import Checker, coverage_sentences, shortest
 from gramopt.verify.reference import Recognizer
 from gramopt.verify.result import WorkBudget
 
@@ -51,21 +52,41 @@ def _stream(seed: int, n: int = 400) -> list[tuple[int, ...]]:
     return out
 
 
-def test_resumed_gives_accepts_verdicts_states_and_work():
-    g = parse(JSONISH, "gbnf")
-    for seed in range(3):
-        plain, resumed = Recognizer(g, budget=WorkBudget(None)), Recognizer(g, budget=WorkBudget(None))
-        r = Resumed(resumed)
-        for w in _stream(seed):
-            assert r.accepts(w) == plain.accepts(w), w
-            assert resumed.states_built == plain.states_built
-            assert resumed.budget.spent == plain.budget.spent
+def _mutants(text: str, seed: int, n: int = 12) -> list[str]:
+    """``text`` with one character of a literal or class dropped or changed, ``n`` times."""
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        k = rng.randrange(len(text))
+        if text[k] in 'abcnt019{}[],:':
+            out.append(text[:k] + rng.choice(['', 'x', text[k] * 2]) + text[k + 1:])
+    return out
 
 
-def test_resumed_on_the_empty_language():
-    g = parse('root ::= "a" root', "gbnf")
-    r = Resumed(Recognizer(g))
-    assert not any(r.accepts(w) for w in [(), (97,), (97, 97), ()])
+def test_checker_gives_accepts_verdicts_states_and_work():
+    """Reading each sentence from its context's memoized set gives ``accepts``'s verdict of
+    the whole sentence, and builds the same sets and charges the same work."""
+    src = Recognizer(parse(JSONISH, "gbnf")).g
+    sh = shortest(src)
+    for text in _mutants(JSONISH, 1):
+        try:
+            other = parse(text, "gbnf")
+        except GrammarError:
+            continue
+        for pick in (min, max):
+            plain, memo = Recognizer(other, budget=WorkBudget(None)), Recognizer(other, budget=WorkBudget(None))
+            checker = Checker(src, sh, memo, pick)
+            for p, w in enumerate(coverage_sentences(src, pick)):
+                assert checker.accepts(p) == plain.accepts(w), (text, w)
+                assert checker.sentence(p) == w
+                assert memo.states_built == plain.states_built
+                assert memo.budget.spent == plain.budget.spent
+
+
+def test_checker_on_the_empty_language():
+    src = Recognizer(parse(JSONISH, "gbnf")).g
+    checker = Checker(src, shortest(src), Recognizer(parse('root ::= "a" root', "gbnf")), min)
+    assert not any(checker.accepts(p) for p in range(len(src.rhs)))
 
 
 def test_run_from_a_set_equals_reading_the_whole_input():
@@ -75,6 +96,79 @@ def test_run_from_a_set_equals_reading_the_whole_input():
             mid = r.run(w[:k])
             if mid is not None:
                 assert r.run(w[k:], start=mid) is r.run(w)
+
+
+def _users(g):
+    users = [[] for _ in g.names]
+    for p, r in enumerate(g.rhs):
+        for s in dict.fromkeys(r):
+            if s >= 0:
+                users[s].append(p)
+    return users
+
+
+# The plain definition, as first written: yields and contexts as whole tuples.
+
+
+def shortest_yields(g) -> list[tuple[int, ...] | None]:
+    """A shortest string of each nonterminal, as terminal ids (None where there is none).
+
+    A worklist fixpoint (a production is looked at again only when a nonterminal it
+    names got a shorter string), so a chain of n rules costs O(n), not n passes."""
+    best: list[tuple[int, ...] | None] = [None] * len(g.names)
+    users = _users(g)
+    todo = list(range(len(g.rhs)))
+    queued = [True] * len(g.rhs)
+    head = 0
+    while head < len(todo):
+        p = todo[head]
+        head += 1
+        queued[p] = False
+        parts = [best[s] if s >= 0 else (~s,) for s in g.rhs[p]]
+        if any(x is None for x in parts):
+            continue
+        w = tuple(x for part in parts for x in part)
+        a = g.lhs[p]
+        if best[a] is None or len(w) < len(best[a]):
+            best[a] = w
+            for q in users[a]:
+                if not queued[q]:
+                    queued[q] = True
+                    todo.append(q)
+    return best
+
+
+def shortest_contexts(g, best) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
+    """For each nonterminal A, a pair (u, v) of terminal-id strings with S' ⇒* u A v and
+    |u| + |v| least (a worklist over the productions of nonterminals whose context got
+    shorter)."""
+
+    def yield_of(syms) -> tuple[int, ...]:
+        return tuple(x for s in syms for x in (best[s] if s >= 0 else (~s,)))
+
+    ctx: list = [None] * len(g.names)
+    ctx[0] = ((), ())
+    todo = [0]
+    queued = [False] * len(g.names)
+    queued[0] = True
+    head = 0
+    while head < len(todo):
+        a = todo[head]
+        head += 1
+        queued[a] = False
+        outer = ctx[a]
+        for p in g.by_lhs[a]:
+            r = g.rhs[p]
+            for i, s in enumerate(r):
+                if s < 0:
+                    continue
+                u, v = outer[0] + yield_of(r[:i]), yield_of(r[i + 1:]) + outer[1]
+                if ctx[s] is None or len(u) + len(v) < len(ctx[s][0]) + len(ctx[s][1]):
+                    ctx[s] = (u, v)
+                    if not queued[s]:
+                        queued[s] = True
+                        todo.append(s)
+    return ctx
 
 
 def _plain_sentences(g, pick):

@@ -292,7 +292,8 @@ def optimize_batch(path: str, outdir: str, *, jobs: int = 0, scheduler: str | No
     """A folder of grammars and schemas, or a JSONL file of schemas, into ``outdir``
     (``gramopt.batch``: local worker processes or a Dask cluster, a content-addressed cache
     in ``cache``, default ``OUTDIR/.gramopt-cache``)."""
-    from ..batch import CACHE_FOLDER, batch_items, run_batch
+    from ..batch import CACHE_FOLDER, batch_items, check_outdir, run_batch
+    check_outdir(outdir)  # a file, a read-only folder: exit 2 before any work
     if os.path.isdir(path):
         src, dst = os.path.realpath(path), os.path.realpath(outdir)
         if dst == src or dst.startswith(src.rstrip(os.sep) + os.sep):
@@ -302,7 +303,10 @@ def optimize_batch(path: str, outdir: str, *, jobs: int = 0, scheduler: str | No
                                f"'{path}'", path=outdir)
     items = batch_items(path, outdir, to=options.get("to"), target=options.get("target", targets.DEFAULT),
                         dialect=options.get("dialect"))
-    os.makedirs(outdir, exist_ok=True)
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        raise GrammarError(f"cannot make the output folder: {e.strerror or e}", path=outdir) from None
     return run_batch(items, options, workers=jobs, scheduler=scheduler,
                      cache_dir=cache or os.path.join(outdir, CACHE_FOLDER), progress=progress)
 

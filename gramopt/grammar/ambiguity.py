@@ -31,19 +31,35 @@ class Finding:
 
 def ambiguity_findings(grammar: Grammar) -> list[Finding]:
     nullable = nullable_rules(grammar)
-    firsts = first_sets(grammar, nullable)
+    firsts = _Firsts(grammar, nullable, first_sets(grammar, nullable))
     out: list[Finding] = []
     for rule in grammar.rules:
         out.extend(_rule_findings(rule, grammar, nullable, firsts))
     return out
 
 
+class _Firsts:
+    """The FIRST sets of a grammar's rules, split once into the two maps ``first_of_expr``
+    reads (building them per alternative made the findings quadratic in the rules)."""
+
+    def __init__(self, grammar: Grammar, nullable: set[str], firsts: dict[str, FirstSet]):
+        self.lark = grammar.dialect == "lark"
+        self.nullable = nullable
+        self.ranges = {n: f.ranges for n, f in firsts.items()}
+        self.atoms = {n: f.atoms for n, f in firsts.items()}
+
+    def of(self, e: Expr) -> FirstSet:
+        ranges: set = set()
+        atoms: set = set()
+        first_of_expr(e, self.lark, self.nullable, self.ranges, self.atoms, ranges, atoms)
+        return FirstSet(tuple(sorted(ranges)), frozenset(atoms))
+
+
 def _alternatives(e: Expr) -> tuple[Expr, ...]:
     return e.items if isinstance(e, Alt) else (e,)
 
 
-def _rule_findings(rule: Rule, grammar: Grammar, nullable: set[str],
-                   firsts: dict[str, FirstSet]) -> list[Finding]:
+def _rule_findings(rule: Rule, grammar: Grammar, nullable: set[str], firsts: _Firsts) -> list[Finding]:
     line = rule.pos.line if rule.pos else None
     name = rule.name
     out: list[Finding] = []
@@ -77,7 +93,7 @@ def _rule_findings(rule: Rule, grammar: Grammar, nullable: set[str],
                                    "(ε can repeat any number of times)")
             break
     if len(alts) >= 2:
-        fs = [_first_of(a, grammar, nullable, firsts) for a in alts]
+        fs = [firsts.of(a) for a in alts]
         for i in range(len(alts)):
             for j in range(i + 1, len(alts)):
                 common = _intersect(fs[i], fs[j])
@@ -88,15 +104,6 @@ def _rule_findings(rule: Rule, grammar: Grammar, nullable: set[str],
                 continue
             break
     return out
-
-
-def _first_of(e: Expr, grammar: Grammar, nullable: set[str],
-              firsts: dict[str, FirstSet]) -> FirstSet:
-    ranges: set = set()
-    atoms: set = set()
-    first_of_expr(e, grammar.dialect == "lark", nullable, {n: f.ranges for n, f in firsts.items()},
-                  {n: f.atoms for n, f in firsts.items()}, ranges, atoms)
-    return FirstSet(tuple(sorted(ranges)), frozenset(atoms))
 
 
 def _intersect(a: FirstSet, b: FirstSet) -> str:

@@ -57,15 +57,55 @@ def productive_expr(e: Expr, productive: set[str]) -> bool:
 
 
 def _fixpoint(grammar: Grammar, holds) -> set[str]:
-    """Least set S of rule names closed under: body(A) satisfies ``holds(body, S)`` ⇒ A ∈ S."""
+    """Least set S of rule names closed under: body(A) satisfies ``holds(body, S)`` ⇒ A ∈ S.
+
+    ``holds`` is ``nullable_expr`` or ``productive_expr``: monotone in S, AND over a
+    sequence, OR over an alternation, a repetition of minimum 0 true, another its item's,
+    a reference its rule's, a leaf ``holds(leaf, ∅)``. Solved as Horn satisfiability over
+    the nodes of every body (Dowling–Gallier): each node counts the children it still
+    needs, a node that becomes true tells its parent once, a rule that becomes true tells
+    every reference to it once — linear in the grammar, where re-scanning every rule until
+    nothing changes cost its size times the length of the longest chain of rules."""
+    need: list[int] = []  # per node: true children still needed (0: true)
+    parent: list[int] = []  # per node: its parent node, or -(rule index) - 1 for a body
+    refs: dict[str, list[int]] = {}
+    true: list[int] = []
+    names = [r.name for r in grammar.rules]
+
+    def add(e: Expr, up: int) -> None:
+        k = len(need)
+        parent.append(up)
+        if isinstance(e, Ref):
+            need.append(1)
+            refs.setdefault(e.name, []).append(k)
+        elif isinstance(e, (Seq, Alt)):
+            need.append(len(e.items) if isinstance(e, Seq) else 1)
+            for i in e.items:
+                add(i, k)
+        elif isinstance(e, Repeat) and e.min > 0:
+            need.append(1)
+            add(e.item, k)
+        else:  # a leaf, or a repetition that may be empty: its value does not depend on S
+            need.append(0 if holds(e, set()) else 1)
+            if need[k] == 0:
+                true.append(k)
+
+    for i, r in enumerate(grammar.rules):
+        add(r.body, -i - 1)
     out: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for r in grammar.rules:
-            if r.name not in out and holds(r.body, out):
-                out.add(r.name)
-                changed = True
+    while true:
+        k = true.pop()
+        up = parent[k]
+        if up >= 0:
+            need[up] -= 1
+            if need[up] == 0:
+                true.append(up)
+        elif names[-up - 1] not in out:
+            name = names[-up - 1]
+            out.add(name)
+            for ref in refs.get(name, ()):
+                need[ref] = 0
+                true.append(ref)
     return out
 
 
@@ -84,8 +124,10 @@ def reachable_rules(grammar: Grammar) -> list[str]:
         return []
     seen = {grammar.start: None}
     queue = [grammar.start]
-    while queue:
-        name = queue.pop(0)
+    head = 0
+    while head < len(queue):  # (not queue.pop(0): that is a memmove per rule)
+        name = queue[head]
+        head += 1
         for ref in _refs_in(bodies[name]):
             if ref in bodies and ref not in seen:
                 seen[ref] = None

@@ -12,6 +12,11 @@ recognizers before it is returned (a method that disagreed with them would be a 
 none was found within the reported bounds, and is a proof only where a method reports
 ``exact: True``.
 
+Large repetitions that both grammars hold are first checked as letters (``letters``:
+Bekić's lemma), so ``x{4,32767}`` costs one symbol, not 32,767 copies and as many helper
+rules; a difference found there is re-judged on the grammars themselves, and when it is
+not one of theirs the grammars are checked as they are (``stats["letters"]`` says which).
+
 Lark grammars are compared over one shared atom table (terminals are atoms; a rewrite
 must not change what an atom means), so both grammars must also agree on the
 definitions of the named terminals they both use and on their ``%ignore`` directives;
@@ -24,9 +29,11 @@ import time
 
 from ..collector import paused
 from ..grammar import Grammar
+from ..grammar.size import check_size
 from .coverage import coverage_check
 from .derivations import derivation_check
 from .enumeration import enumerate_check
+from .letters import Abstraction, abstract, concrete_text
 from .reference import Recognizer
 from .regular import exact_check
 from .result import Bounds, Counterexample, VerifyResult, WorkBudget, WorkBudgetSpent
@@ -40,15 +47,16 @@ METHODS = {
 }
 
 
-def recognizers(original: Grammar, candidate: Grammar,
-                budget: WorkBudget | None = None) -> tuple[Recognizer, Recognizer]:
-    """Reference recognizers of both grammars over one alphabet (bytes, or shared atoms),
-    drawing on one work budget."""
+def recognizers(original: Grammar, candidate: Grammar, budget: WorkBudget | None = None,
+                letters: tuple = ()) -> tuple[Recognizer, Recognizer]:
+    """Reference recognizers of both grammars over one alphabet (bytes and ``letters``, or
+    shared atoms), drawing on one work budget."""
     if is_lark(original) != is_lark(candidate):
         raise ValueError("cannot compare a Lark grammar (terminal atoms) with a byte grammar")
     budget = budget or WorkBudget(None)
     if not is_lark(original):
-        return Recognizer(original, budget=budget), Recognizer(candidate, budget=budget)
+        return (Recognizer(original, budget=budget, letters=letters),
+                Recognizer(candidate, budget=budget, letters=letters))
     atoms = tuple(dict.fromkeys((*grammar_atoms(original), *grammar_atoms(candidate))))
     return Recognizer(original, atoms, budget=budget), Recognizer(candidate, atoms, budget=budget)
 
@@ -61,14 +69,42 @@ def check_equivalence(original: Grammar, candidate: Grammar, bounds: Bounds = Bo
 
 def _check(original: Grammar, candidate: Grammar, bounds: Bounds, methods) -> VerifyResult:
     t0 = time.perf_counter()
-    stats: dict = {}
     if is_lark(original):
         problem = lark_mismatch(original, candidate)
         if problem:
-            stats["lexer"] = problem
-            return VerifyResult(False, None, stats)
+            return VerifyResult(False, None, {"lexer": problem})
+    check_size(original)  # one size policy for every command, letters or not (grammar.size)
+    check_size(candidate)
     budget = WorkBudget(bounds.max_work)
-    a, b = recognizers(original, candidate, budget)
+    ab = abstract(original, candidate)
+    note = None
+    if ab is not None:
+        res = _methods(ab.original, ab.candidate, bounds, methods, budget, ab.letters)
+        note = {"repetitions": len(ab.repeats), "items": len(ab.tagged)}
+        if res.ok:
+            return _done(res, note, budget, t0)
+        found = _spelled_back(original, candidate, ab, res.counterexample, budget)
+        if found is not None:
+            return _done(VerifyResult(False, found, res.stats), note, budget, t0)
+        note["inconclusive"] = f"{res.counterexample} (over the letters); checked as written"
+    res = _methods(original, candidate, bounds, methods, budget)
+    return _done(res, note, budget, t0)
+
+
+def _done(res: VerifyResult, note: dict | None, budget: WorkBudget, t0: float) -> VerifyResult:
+    if note is not None:
+        res.stats["letters"] = note
+    if res.ok:
+        res.stats["work"] = budget.spent
+    res.stats["seconds"] = round(time.perf_counter() - t0, 4)
+    return res
+
+
+def _methods(original: Grammar, candidate: Grammar, bounds: Bounds, methods, budget: WorkBudget,
+             letters: tuple = ()) -> VerifyResult:
+    """Each method in turn on one pair of grammars, until a difference or the budget's end."""
+    stats: dict = {}
+    a, b = recognizers(original, candidate, budget, letters)
     try:
         for name in methods:
             try:
@@ -80,14 +116,31 @@ def _check(original: Grammar, candidate: Grammar, bounds: Bounds, methods) -> Ve
             if stats[name].get("safety_limit"):
                 stats["safety_limit"] = name  # the verdict is not to be trusted: the caller refuses
             if cex is not None:
-                stats["seconds"] = round(time.perf_counter() - t0, 4)
                 return VerifyResult(False, confirm(a, b, cex), stats)
     finally:
         a.release()
         b.release()
-    stats["work"] = budget.spent
-    stats["seconds"] = round(time.perf_counter() - t0, 4)
     return VerifyResult(True, None, stats)
+
+
+def _spelled_back(original: Grammar, candidate: Grammar, ab: Abstraction, cex: Counterexample,
+                  budget: WorkBudget) -> Counterexample | None:
+    """``cex`` (over the abstraction's letters) spelled in bytes, when the grammars
+    themselves disagree on it; else None (``letters``: not every difference of the
+    abstractions is one of the grammars)."""
+    data = concrete_text(ab, cex.data)
+    if data is None:
+        return None
+    a, b = recognizers(original, candidate, budget)
+    try:
+        judge = (lambda r: r.accepts(data)) if cex.kind == "string" else (lambda r: r.is_viable_prefix(data))
+        verdict = (judge(a), judge(b))
+    finally:
+        a.release()
+        b.release()
+    if verdict[0] == verdict[1]:
+        return None
+    return Counterexample(data, cex.kind, verdict[0], verdict[1], cex.method)
 
 
 def confirm(a: Recognizer, b: Recognizer, cex: Counterexample) -> Counterexample:

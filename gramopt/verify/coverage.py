@@ -11,9 +11,16 @@ is a shortest context of A and ``wi`` a shortest yield of ``Xi`` (both least fix
 improved only when strictly shorter, so they are well founded). This reaches what
 bounded enumeration is too shallow for and random derivations too unlikely to hit —
 an alternative dropped deep inside a large grammar, behind a long required prefix —
-at the cost of one sentence per production. Consecutive sentences share long prefixes,
-and the recognizers' states are memoized, so checking them costs little more than
-their new parts.
+at the cost of one sentence per production.
+
+Memory. Neither yields nor contexts are stored as strings: a yield is its nonterminal's
+chosen production (``Shortest.via``), a context the edge ``(parent, production,
+position)`` it was reached by (``Shortest.edge``), and sentences are spelled from them as
+streams. A chain of n helpers (``x{4,32767}`` lowers to 32,763) has n contexts of up to n
+symbols, n²/2 in all; stored, that was gigabytes. Checking reads, in the other grammar's
+recognizer, the set after each context ``u`` once (memoized per nonterminal, built from
+its parent's), then only ``w1 … wn · v``: the same sets are built, and the same work is
+charged, as reading each whole sentence from the start.
 
 Soundness. Each sentence is derived in its grammar (by construction); one the other
 grammar rejects is a real difference. One-sided evidence, like random derivations:
@@ -23,10 +30,10 @@ grammar rejects is a real difference. One-sided evidence, like random derivation
 from __future__ import annotations
 
 import time
-from itertools import chain
+from dataclasses import dataclass
 from typing import Iterator
 
-from .reference import Recognizer
+from .reference import Recognizer, State
 from .result import Bounds, Counterexample
 from .symbols import Compiled
 
@@ -43,12 +50,32 @@ def _users(g: Compiled) -> list[list[int]]:
     return users
 
 
-def shortest_yields(g: Compiled) -> list[tuple[int, ...] | None]:
-    """A shortest string of each nonterminal, as terminal ids (None where there is none).
+@dataclass(frozen=True)
+class Shortest:
+    """Shortest yields and contexts of a pruned grammar, as back-pointers.
 
-    A worklist fixpoint (a production is looked at again only when a nonterminal it
-    names got a shorter string), so a chain of n rules costs O(n), not n passes."""
-    best: list[tuple[int, ...] | None] = [None] * len(g.names)
+    ``via[A]``: the production a shortest string of A derives through (None: A derives
+    nothing); ``length[A]`` that string's length. ``edge[A]``: ``(B, p, i)`` when a
+    shortest context ``u A v`` of A is the one of B around production p of B, whose i-th
+    symbol is A (``(-1, -1, -1)`` for ``S'``; None: unreachable); ``left[A]``, ``right[A]``
+    are |u| and |v|. Expanding ``via`` never loops: the production chosen last for A names
+    only nonterminals whose own choice was final before it (else A would have been
+    improved again), so the choices form a DAG; ``edge`` likewise leads back to ``S'``."""
+
+    via: list[int | None]
+    length: list[int]
+    edge: list[tuple[int, int, int] | None]
+    left: list[int]
+    right: list[int]
+
+
+def shortest(g: Compiled) -> Shortest:
+    """``Shortest`` of ``g``: two worklist fixpoints (a production, or a nonterminal's
+    productions, are looked at again only when something they read got shorter), over
+    lengths only, so a chain of n rules costs O(n), not n passes or n² symbols."""
+    n = len(g.names)
+    via: list[int | None] = [None] * n
+    length = [0] * n
     users = _users(g)
     todo = list(range(len(g.rhs)))
     queued = [True] * len(g.rhs)
@@ -57,76 +84,210 @@ def shortest_yields(g: Compiled) -> list[tuple[int, ...] | None]:
         p = todo[head]
         head += 1
         queued[p] = False
-        parts = [best[s] if s >= 0 else (~s,) for s in g.rhs[p]]
-        if any(x is None for x in parts):
-            continue
-        w = tuple(x for part in parts for x in part)
-        a = g.lhs[p]
-        if best[a] is None or len(w) < len(best[a]):
-            best[a] = w
-            for q in users[a]:
-                if not queued[q]:
-                    queued[q] = True
-                    todo.append(q)
-    return best
-
-
-def shortest_contexts(g: Compiled, best) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
-    """For each nonterminal A, a pair (u, v) of terminal-id strings with S' ⇒* u A v and
-    |u| + |v| least (a worklist over the productions of nonterminals whose context got
-    shorter)."""
-
-    def yield_of(syms) -> tuple[int, ...]:
-        return tuple(x for s in syms for x in (best[s] if s >= 0 else (~s,)))
-
-    ctx: list = [None] * len(g.names)
-    ctx[0] = ((), ())
+        total = 0
+        for s in g.rhs[p]:
+            if s < 0:
+                total += 1
+            elif via[s] is None:
+                break
+            else:
+                total += length[s]
+        else:
+            a = g.lhs[p]
+            if via[a] is None or total < length[a]:
+                via[a], length[a] = p, total
+                for q in users[a]:
+                    if not queued[q]:
+                        queued[q] = True
+                        todo.append(q)
+    edge: list[tuple[int, int, int] | None] = [None] * n
+    left, right = [0] * n, [0] * n
+    edge[0] = (-1, -1, -1)
     todo = [0]
-    queued = [False] * len(g.names)
-    queued[0] = True
+    queued_nt = [False] * n
+    queued_nt[0] = True
     head = 0
     while head < len(todo):
         a = todo[head]
         head += 1
-        queued[a] = False
-        outer = ctx[a]
+        queued_nt[a] = False
         for p in g.by_lhs[a]:
             r = g.rhs[p]
+            before, total = left[a], left[a] + right[a] + sum(1 if s < 0 else length[s] for s in r)
             for i, s in enumerate(r):
-                if s < 0:
-                    continue
-                u, v = outer[0] + yield_of(r[:i]), yield_of(r[i + 1:]) + outer[1]
-                if ctx[s] is None or len(u) + len(v) < len(ctx[s][0]) + len(ctx[s][1]):
-                    ctx[s] = (u, v)
-                    if not queued[s]:
-                        queued[s] = True
+                here = 1 if s < 0 else length[s]
+                if s >= 0 and (edge[s] is None or total - here < left[s] + right[s]):
+                    edge[s], left[s], right[s] = (a, p, i), before, total - here - before
+                    if not queued_nt[s]:
+                        queued_nt[s] = True
                         todo.append(s)
-    return ctx
+                before += here
+    return Shortest(via, length, edge, left, right)
+
+
+def spell_yield(g: Compiled, sh: Shortest, symbols) -> Iterator[int]:
+    """The terminal ids of a shortest string of the symbol sequence ``symbols``, left to
+    right, expanded through ``sh.via`` with an explicit stack (no recursion limit)."""
+    stack = [iter(symbols)]
+    rhs, via = g.rhs, sh.via
+    while stack:
+        for s in stack[-1]:
+            if s < 0:
+                yield ~s
+            else:
+                stack.append(iter(rhs[via[s]]))
+                break
+        else:
+            stack.pop()
+
+
+def context_path(sh: Shortest, a: int) -> list[tuple[int, int, int]]:
+    """The edges from ``S'`` down to ``a``, top first."""
+    path = []
+    while a > 0:
+        e = sh.edge[a]
+        path.append(e)
+        a = e[0]
+    path.reverse()
+    return path
+
+
+def left_of(g: Compiled, sh: Shortest, a: int) -> Iterator[int]:
+    """u of a's shortest context ``S' ⇒* u a v``, as terminal ids."""
+    for b, p, i in context_path(sh, a):
+        yield from spell_yield(g, sh, g.rhs[p][:i])
+
+
+def right_of(g: Compiled, sh: Shortest, a: int, skip: dict | None = None) -> Iterator[int]:
+    """v of a's shortest context, as terminal ids (the innermost edge's part first).
+    ``skip`` (a memo, kept by the caller) jumps over the edges that add nothing to v, so a
+    chain of n helpers costs |v|, not n."""
+    skip = {} if skip is None else skip
+    a = _adding_right(sh, a, skip)
+    while a > 0:
+        b, p, i = sh.edge[a]
+        yield from spell_yield(g, sh, g.rhs[p][i + 1:])
+        a = _adding_right(sh, b, skip)
+
+
+def _adding_right(sh: Shortest, a: int, skip: dict) -> int:
+    """The first nonterminal on the edges from ``a`` up whose edge adds to v (0: none)."""
+    path = []
+    while a > 0 and a not in skip and sh.right[a] == sh.right[sh.edge[a][0]]:
+        path.append(a)
+        a = sh.edge[a][0]
+    found = skip.get(a, a)
+    for b in path:
+        skip[b] = found
+    return found
+
+
+def production_sentence(g: Compiled, sh: Shortest, p: int) -> Iterator[int]:
+    """The coverage sentence of production ``p``, as terminal ids."""
+    a = g.lhs[p]
+    yield from left_of(g, sh, a)
+    yield from spell_yield(g, sh, g.rhs[p])
+    yield from right_of(g, sh, a)
 
 
 def coverage_sentences(g: Compiled, pick=min) -> Iterator[tuple[int, ...]]:
     """One sentence per production of ``g`` (pruned: every production is useful), each
     terminal spelled by ``pick`` of its symbols (min: the low ends of classes; max: the
-    high ends)."""
+    high ends). Each is built when asked for (a sentence can be as long as the grammar)."""
     if g.empty:
         return
-    best = shortest_yields(g)
-    ctx = shortest_contexts(g, best)
-    # an empty terminal (an empty char class) is never on a pruned production: no spelling
+    sh = shortest(g)
     spell = [pick(t) if t else -1 for t in g.terms]
+    for p in range(len(g.rhs)):
+        yield tuple([spell[t] for t in production_sentence(g, sh, p)])
 
-    def spelled(w: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple([spell[t] for t in w])
 
-    yields = [spelled(w) if w is not None else None for w in best]  # spelled once, not per production
-    around: dict[int, tuple] = {}  # each left-hand side's context, spelled
-    for p, r in enumerate(g.rhs):
-        a = g.lhs[p]
-        if a not in around:
-            u, v = ctx[a]
-            around[a] = (spelled(u), spelled(v))
-        u, v = around[a]
-        yield u + tuple(chain.from_iterable(yields[s] if s >= 0 else (spell[~s],) for s in r)) + v
+def one_spelling(g: Compiled, sh: Shortest) -> list[bool]:
+    """For each production, whether its sentence has no terminal of several symbols (so
+    its low and high spellings are one sentence, checked once)."""
+    single = [len(t) == 1 for t in g.terms]
+    n = len(g.names)
+    plain_yield: list[bool | None] = [None] * n
+
+    def yield_single(a: int) -> bool:  # through ``via``, a DAG: an explicit stack
+        stack = [a]
+        while stack:
+            b = stack[-1]
+            if plain_yield[b] is not None:
+                stack.pop()
+                continue
+            pending = [s for s in g.rhs[sh.via[b]] if s >= 0 and plain_yield[s] is None]
+            if pending:
+                stack.extend(pending)
+                continue
+            plain_yield[b] = all(single[~s] if s < 0 else plain_yield[s] for s in g.rhs[sh.via[b]])
+            stack.pop()
+        return plain_yield[a]
+
+    def seq_single(symbols) -> bool:
+        return all(single[~s] if s < 0 else yield_single(s) for s in symbols)
+
+    plain_ctx: list[bool | None] = [None] * n
+    plain_ctx[0] = True
+
+    def ctx_single(a: int) -> bool:  # down the context edges from the nearest known one
+        path = []
+        while plain_ctx[a] is None:
+            path.append(a)
+            a = sh.edge[a][0]
+        for b in reversed(path):
+            parent, p, i = sh.edge[b]
+            r = g.rhs[p]
+            plain_ctx[b] = plain_ctx[parent] and seq_single(r[:i]) and seq_single(r[i + 1:])
+        return plain_ctx[path[0]] if path else plain_ctx[a]
+
+    return [ctx_single(g.lhs[p]) and seq_single(r) for p, r in enumerate(g.rhs)]
+
+
+class Checker:
+    """Coverage sentences of one grammar read in a recognizer ``dst`` of the other, one
+    spelling: the set after each context's u is memoized per nonterminal (from its
+    parent's, so every u is read once), each sentence read on from there."""
+
+    def __init__(self, g: Compiled, sh: Shortest, dst: Recognizer, pick):
+        self.g, self.sh, self.dst = g, sh, dst
+        self.spell = [pick(t) if t else -1 for t in g.terms]
+        self.entry: dict[int, State | None] = {0: dst.initial() if dst.initial().viable else None}
+        self.skip: dict[int, int] = {}
+
+    def _spelled(self, ids) -> Iterator[int]:
+        spell = self.spell
+        return (spell[t] for t in ids)
+
+    def _entry(self, a: int) -> State | None:
+        """The set after u of a's context (None: u is not a viable prefix in ``dst``)."""
+        entry, edge = self.entry, self.sh.edge
+        path = []
+        while a not in entry:
+            path.append(a)
+            a = edge[a][0]
+        s = entry[a]
+        for b in reversed(path):
+            if s is not None:
+                _, p, i = edge[b]
+                s = self.dst.run(self._spelled(spell_yield(self.g, self.sh, self.g.rhs[p][:i])), start=s)
+            entry[b] = s
+        return s
+
+    def accepts(self, p: int) -> bool:
+        """Whether ``dst`` accepts the sentence of production ``p``."""
+        a = self.g.lhs[p]
+        s = self._entry(a)
+        if s is None:
+            return False
+        s = self.dst.run(self._spelled(spell_yield(self.g, self.sh, self.g.rhs[p])), start=s)
+        if s is None:
+            return False
+        s = self.dst.run(self._spelled(right_of(self.g, self.sh, a, self.skip)), start=s)
+        return s is not None and s.accepting
+
+    def sentence(self, p: int) -> tuple[int, ...]:
+        return tuple(self._spelled(production_sentence(self.g, self.sh, p)))
 
 
 def coverage_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
@@ -143,70 +304,30 @@ def coverage_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
         stats["bound_met"] = stats["covered"] == stats["productions"]
         return cex, stats
 
-    streams = [(0, coverage_sentences(a.g, min), Resumed(b)), (1, coverage_sentences(b.g, min), Resumed(a)),
-               (0, coverage_sentences(a.g, max), Resumed(b)), (1, coverage_sentences(b.g, max), Resumed(a))]
-    checked: tuple[set, set] = (set(), set())  # a sentence both spellings give (no class on it) is checked once
-    while streams:
-        for entry in list(streams):
-            side, it, dst = entry
-            w = next(it, None)
-            if w is None:
-                streams.remove(entry)
+    sides = []
+    for side, src, dst in ((0, a, b), (1, b, a)):
+        if src.g.empty:
+            continue
+        sh = shortest(src.g)
+        sides.append((side, src.g, sh, dst, one_spelling(src.g, sh)))
+    # the streams alternate as (a low, b low, a high, b high), a production at a time
+    streams = [(side, Checker(g, sh, dst, pick), once if pick is max else None, len(g.rhs))
+               for pick in (min, max) for side, g, sh, dst, once in sides]
+    for p in range(max((n for *_, n in streams), default=0)):
+        for side, checker, once, n in streams:
+            if p >= n:
                 continue
             if time.perf_counter() > deadline:
                 stats["safety_limit"] = True
                 return done()
             stats["covered"][side] += 1
-            if w in checked[side]:
-                continue
-            checked[side].add(w)
-            if not dst.accepts(w):
+            if once is not None and once[p]:
+                continue  # its low spelling, checked already
+            if not checker.accepts(p):
+                w = checker.sentence(p)
                 data = tuple(w) if a.atoms is not None else bytes(w)
                 return done(Counterexample(data, "string", side == 0, side == 1, METHOD, a.atoms))
     return done()
-
-
-class Resumed:
-    """``recognizer.accepts`` over a stream of sentences that share prefixes (the sentences
-    of one nonterminal share its context): each sentence is read from the set after the
-    longest prefix it shares with the previous one. The recognizer's sets are memoized
-    per (set, symbol), so the steps skipped are memo hits only: the same sets are built in
-    the same order, the same work is charged, and the verdict is ``accepts``'s."""
-
-    def __init__(self, r: Recognizer):
-        self.r = r
-        self.last: tuple[int, ...] = ()
-        self.path = [r.initial()]  # path[i]: the set after last[:i], up to where last died
-
-    def accepts(self, w: tuple[int, ...]) -> bool:
-        last, path = self.last, self.path
-        if not path[0].viable:  # the empty language, as ``run`` says it
-            return False
-        n = min(len(w), len(path) - 1)
-        i = 0
-        while i + 64 <= n and w[i:i + 64] == last[i:i + 64]:  # the common prefix, 64 at a time first
-            i += 64
-        while i < n and w[i] == last[i]:
-            i += 1
-        self.last = w
-        if i == len(path) - 1 < len(last) and i < len(w) and w[i] == last[i]:
-            return False  # it has the prefix on which the last one died
-        del path[i + 1:]
-        s, r = path[i], self.r
-        class_of, alphabet, unknown, advance = r.class_of, r.alphabet, _UNKNOWN, r.advance
-        for k in range(i, len(w)):
-            x = w[k]
-            if not 0 <= x < alphabet:
-                return False
-            nxt = s._next.get(class_of[x], unknown)
-            s = advance(s, x) if nxt is unknown else nxt
-            if s is None:
-                return False
-            path.append(s)
-        return s.accepting
-
-
-_UNKNOWN = object()
 
 
 def productions_exercised(grammar, inputs) -> tuple[int, int, int]:

@@ -33,20 +33,38 @@ MAX_SYMBOLS = 256  # past this many symbols a derivation only takes shortest com
 def heights(g: Compiled) -> tuple[list[int], list[int], list[list[int]]]:
     """(height of each nonterminal, height of each production, each terminal's symbols
     sorted): heights are least depths of derivation trees, a least fixpoint over the
-    (productive) grammar."""
+    (productive) grammar, h(A) = min over A's productions of 1 + max h(B) over the
+    nonterminals B on it. Computed as Knuth's generalization of Dijkstra's algorithm:
+    nonterminals are settled in increasing height, a production's height is known once its
+    last nonterminal is settled (that one has the largest height), so the cost is linear
+    in the grammar (plus a heap), not in its size times its depth."""
+    import heapq
     inf = 1 << 30
-    h = [inf] * len(g.names)
+    n = len(g.names)
+    h = [inf] * n
     ph = [inf] * len(g.rhs)
-    changed = True
-    while changed:
-        changed = False
-        for p, r in enumerate(g.rhs):
-            v = 1 + max((h[s] for s in r if s >= 0), default=0)
-            if v < ph[p]:
-                ph[p] = v
-            if v < h[g.lhs[p]]:
-                h[g.lhs[p]] = v
-                changed = True
+    missing = []
+    waiting: list[list[int]] = [[] for _ in range(n)]
+    heap: list[tuple[int, int]] = []
+    for p, r in enumerate(g.rhs):
+        nts = [s for s in r if s >= 0]
+        missing.append(len(nts))
+        for s in nts:
+            waiting[s].append(p)
+        if not nts:
+            ph[p] = 1
+            heap.append((1, g.lhs[p]))
+    heapq.heapify(heap)
+    while heap:
+        d, a = heapq.heappop(heap)
+        if h[a] != inf:
+            continue
+        h[a] = d
+        for p in waiting[a]:
+            missing[p] -= 1
+            if missing[p] == 0:
+                ph[p] = d + 1
+                heapq.heappush(heap, (d + 1, g.lhs[p]))
     return h, ph, [sorted(t) for t in g.terms]
 
 

@@ -119,14 +119,15 @@ class State:
 class Recognizer:
     """Earley recognizer of ``grammar`` (see the module docstring). For a Lark grammar the
     input is a sequence of atom ids, ``atoms[i]`` being atom i; pass ``atoms`` to extend a
-    shared table (two grammars compared symbol by symbol). ``by_production=True`` keeps the
+    shared table (two grammars compared symbol by symbol); ``letters`` are a byte grammar's
+    abstracted sub-languages (``symbols.compile_grammar``). ``by_production=True`` keeps the
     items of different productions apart (``Suffixes.tag``; use with ``leo=False``), for
     telling which productions an input went through (``coverage.productions_exercised``)."""
 
     def __init__(self, grammar: Grammar | Compiled, atoms: tuple | None = None, leo: bool = True,
-                 budget: WorkBudget | None = None, by_production: bool = False):
+                 budget: WorkBudget | None = None, by_production: bool = False, letters: tuple = ()):
         self.budget = budget if budget is not None else WorkBudget(None)
-        self.g = grammar if isinstance(grammar, Compiled) else compile_grammar(grammar, atoms)
+        self.g = grammar if isinstance(grammar, Compiled) else compile_grammar(grammar, atoms, letters)
         self.atoms = self.g.atoms
         self.alphabet = self.g.alphabet
         self.leo = leo

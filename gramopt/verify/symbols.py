@@ -5,7 +5,11 @@
 The alphabet is either the 256 bytes (GBNF / xgrammar EBNF: languages of UTF-8 byte
 strings) or, for a Lark grammar, an integer per distinct lexer atom (``Terminal``,
 ``Regex``, ``Literal`` token, ``CharClass`` range) — a Lark language is over its terminals, so a check never
-looks inside one. Pass ``atoms`` to share one atom table between two grammars.
+looks inside one. Pass ``atoms`` to share one atom table between two grammars. A byte
+grammar may also hold ``letters``: ``Terminal`` atoms standing for whole sub-languages
+(``letters.abstract``: a large repetition checked as one symbol), numbered 256, 257, …;
+its alphabet is then the bytes and the letters, and ``atoms`` lists both (inputs are
+tuples).
 
 Construction, from the canonical BNF (``gramopt.grammar.lower``):
 
@@ -75,10 +79,11 @@ def grammar_atoms(grammar: Grammar) -> tuple:
     return tuple(seen)
 
 
-def compile_grammar(grammar: Grammar, atoms: tuple | None = None) -> Compiled:
+def compile_grammar(grammar: Grammar, atoms: tuple | None = None, letters: tuple = ()) -> Compiled:
     """The pruned integer BNF of ``grammar`` (see the module docstring)."""
     bnf = lower(grammar)
     lark = is_lark(grammar)
+    letter_id = {t: BYTES + i for i, t in enumerate(letters)}
     if lark:
         table = list(atoms or ())
         for a in grammar_atoms(grammar):
@@ -129,6 +134,8 @@ def compile_grammar(grammar: Grammar, atoms: tuple | None = None) -> Compiled:
                 out.append(char_class(s))
             elif lark and isinstance(s, LARK_ATOMS):
                 out.append(terminal(frozenset((atom_id[s],))))
+            elif s in letter_id and not lark:
+                out.append(terminal(frozenset((letter_id[s],))))
             else:
                 raise TypeError(f"verify: symbol {s!r} in a {grammar.dialect} grammar")
         prods.append((nt_id[p.lhs], tuple(out)))
@@ -141,8 +148,8 @@ def compile_grammar(grammar: Grammar, atoms: tuple | None = None) -> Compiled:
     for i, (a, _) in enumerate(prods):
         by_lhs[a].append(i)
     return Compiled(
-        alphabet=len(table) if lark else BYTES,
-        atoms=tuple(table) if lark else None,
+        alphabet=len(table) if lark else BYTES + len(letters),
+        atoms=tuple(table) if lark else (tuple(range(BYTES)) + tuple(letters) if letters else None),
         names=tuple(names),
         lhs=tuple(a for a, _ in prods),
         rhs=tuple(r for _, r in prods),
@@ -154,37 +161,76 @@ def compile_grammar(grammar: Grammar, atoms: tuple | None = None) -> Compiled:
 
 def _prune(prods, n: int, terms) -> list[tuple[int, tuple[int, ...]]]:
     """Keep productions whose symbols are all productive, then those reachable from 0.
-    Production 0 (S' → S) stays first when it survives."""
+    Production 0 (S' → S) stays first when it survives. Both are worklists (a production
+    is counted down once per nonterminal of its right-hand side; a nonterminal is expanded
+    once), so the cost is linear in the grammar, not in its size times its depth."""
     productive = [False] * n
-    changed = True
-    while changed:
-        changed = False
-        for a, r in prods:
-            if not productive[a] and all(productive[s] if s >= 0 else bool(terms[~s]) for s in r):
-                productive[a] = changed = True
-    prods = [(a, r) for a, r in prods
-             if all(productive[s] if s >= 0 else bool(terms[~s]) for s in r)]
+    missing = []  # per production: nonterminal occurrences not yet known productive
+    waiting: list[list[int]] = [[] for _ in range(n)]  # nonterminal -> productions counting on it
+    todo: list[int] = []
+    for p, (a, r) in enumerate(prods):
+        if not all(s >= 0 or terms[~s] for s in r):
+            missing.append(-1)  # an empty terminal: never productive
+            continue
+        nts = [s for s in r if s >= 0]
+        missing.append(len(nts))
+        for s in nts:
+            waiting[s].append(p)
+        if not nts and not productive[a]:
+            productive[a] = True
+            todo.append(a)
+    while todo:
+        s = todo.pop()
+        for p in waiting[s]:
+            missing[p] -= 1
+            if missing[p] == 0:
+                a = prods[p][0]
+                if not productive[a]:
+                    productive[a] = True
+                    todo.append(a)
+    prods = [(a, r) for p, (a, r) in enumerate(prods) if missing[p] == 0]
+    by_lhs: list[list[int]] = [[] for _ in range(n)]
+    for p, (a, _) in enumerate(prods):
+        by_lhs[a].append(p)
     reach = [False] * n
     reach[0] = True
-    changed = True
-    while changed:
-        changed = False
-        for a, r in prods:
-            if reach[a]:
-                for s in r:
-                    if s >= 0 and not reach[s]:
-                        reach[s] = changed = True
+    todo = [0]
+    while todo:
+        a = todo.pop()
+        for p in by_lhs[a]:
+            for s in prods[p][1]:
+                if s >= 0 and not reach[s]:
+                    reach[s] = True
+                    todo.append(s)
     return [(a, r) for a, r in prods if reach[a]]
 
 
 def _nullable(prods, n: int) -> tuple[bool, ...]:
+    """Nullable nonterminals: a worklist, as ``_prune``'s productive ones, over the
+    productions made only of nonterminals."""
     out = [False] * n
-    changed = True
-    while changed:
-        changed = False
-        for a, r in prods:
-            if not out[a] and all(s >= 0 and out[s] for s in r):
-                out[a] = changed = True
+    missing = []
+    waiting: list[list[int]] = [[] for _ in range(n)]
+    todo: list[int] = []
+    for p, (a, r) in enumerate(prods):
+        if any(s < 0 for s in r):
+            missing.append(-1)
+            continue
+        missing.append(len(r))
+        for s in r:
+            waiting[s].append(p)
+        if not r and not out[a]:
+            out[a] = True
+            todo.append(a)
+    while todo:
+        s = todo.pop()
+        for p in waiting[s]:
+            missing[p] -= 1
+            if missing[p] == 0:
+                a = prods[p][0]
+                if not out[a]:
+                    out[a] = True
+                    todo.append(a)
     return tuple(out)
 
 
