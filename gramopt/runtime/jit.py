@@ -14,8 +14,8 @@
   integer argument narrower than 64 bits, and every literal, is typed as int64 (calls
   from kernels and from Python alike), so each kernel compiles once. Widening an integer
   keeps its value; the kernels never rely on a narrow argument's wrap-around.
-* **a note on stderr** when compiling (or loading) kernels takes more than a second:
-  the first use in a new environment; later processes load the cache in well under one.
+* **a note on stderr** when a compile (a cache miss, not a load) has run for more than a
+  second: the first use in a new environment; later processes load the cache.
 
 Invariant: the masks are the kernels' own; only where their machine code lives and how
 often it is built changes.
@@ -32,7 +32,7 @@ from numba.core import caching
 
 from ..cachedir import cache_dir, writable_folder
 
-NOTE_AFTER_S = 1.0  # a compile (or cache load) running this long gets a note on stderr
+NOTE_AFTER_S = 1.0  # a compile running this long gets a note on stderr
 
 
 class _Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
@@ -58,6 +58,12 @@ class _Impl(caching.CompileResultCacheImpl):
 class _FunctionCache(caching.FunctionCache):
     _impl_class = _Impl
 
+    def load_overload(self, sig, target_context):
+        got = super().load_overload(sig, target_context)
+        if got is None:
+            _STATE["missed"] = True  # numba compiles next (the note below says so)
+        return got
+
 
 def kernel_cache_root() -> str:
     """Where the compiled kernels are kept: ``cache_dir()/numba``."""
@@ -77,7 +83,7 @@ def _cache_root() -> str | None:
     return _STATE["root"] or None
 
 
-_STATE: dict = {"root": None, "depth": 0, "noted": False}
+_STATE: dict = {"root": None, "depth": 0, "noted": False, "missed": False}
 _LOCK = threading.Lock()
 
 
@@ -91,33 +97,46 @@ def canonical_type(t):
 
 
 def _note() -> None:
+    """Print the note once, if a compile (not a cache load) is under way; else look again."""
     with _LOCK:
-        if _STATE["depth"] > 0 and not _STATE["noted"]:
-            _STATE["noted"] = True
-            where = _STATE["root"] or "memory"
-            print(f"gramopt: compiling the mask kernels (first use, once per environment; "
-                  f"cached in {where})…", file=sys.stderr, flush=True)
+        if _STATE["depth"] == 0 or _STATE["noted"]:
+            return
+        if not (_STATE["missed"] or not _STATE["root"]):
+            _arm(0.5)
+            return
+        _STATE["noted"] = True
+        where = _STATE["root"] or "memory"
+    print(f"gramopt: compiling the mask kernels (first use, once per environment; "
+          f"cached in {where})…", file=sys.stderr, flush=True)
+
+
+def _arm(after_s: float) -> threading.Timer:
+    timer = threading.Timer(after_s, _note)
+    timer.daemon = True
+    timer.start()
+    _STATE["timer"] = timer
+    return timer
 
 
 def _compiling(compile_for_args):
     """``compile_for_args`` (a dispatcher's compile on a call from Python), noting on
-    stderr when the outermost one runs longer than NOTE_AFTER_S."""
+    stderr when the outermost one runs longer than NOTE_AFTER_S and has missed the cache."""
     def run(*args, **kws):
         with _LOCK:
             _STATE["depth"] += 1
             outer = _STATE["depth"] == 1
-        timer = None
         if outer and not _STATE["noted"]:
-            timer = threading.Timer(NOTE_AFTER_S, _note)
-            timer.daemon = True
-            timer.start()
+            with _LOCK:
+                _STATE["missed"] = False
+                _arm(NOTE_AFTER_S)
         try:
             return compile_for_args(*args, **kws)
         finally:
             with _LOCK:
                 _STATE["depth"] -= 1
-            if timer is not None:
-                timer.cancel()
+                if _STATE["depth"] == 0 and _STATE.get("timer") is not None:
+                    _STATE["timer"].cancel()
+                    _STATE["timer"] = None
     return run
 
 
