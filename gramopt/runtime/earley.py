@@ -63,7 +63,7 @@ MASK32 = (1 << 32) - 1
 M_DEAD, M_OVERFLOW, M_UNKNOWN = -1, -2, -3
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _hash(key):
     h = key * np.int64(-7046029254386353131)
     return h ^ (h >> np.int64(29))
@@ -75,7 +75,7 @@ def hash_key(key):
     return _hash(np.int64(key))
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _insert(hkeys, hgen, key, gen):
     """True when ``key`` was not yet in the set under construction (generation ``gen``)."""
     mask = len(hkeys) - 1
@@ -94,7 +94,7 @@ def _insert(hkeys, hgen, key, gen):
 # described by their row of ``reps`` (G[8]): base, m, cap, flags, X's rule, R's rule
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _vrow(reps, q):
     """The row (its first int's index) of the counted repetition of virtual state q."""
     j = 0
@@ -103,7 +103,7 @@ def _vrow(reps, q):
     return j
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _vedge(reps, q):
     """Virtual state q's one rule edge as (X, target): count c -> c + 1 below the cap, the
     cap to itself when unbounded; (-1, -1) when it has none."""
@@ -117,7 +117,7 @@ def _vedge(reps, q):
     return -1, -1
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _vflags(reps, q):
     """FINAL (count >= m, or X derives ε), HAS_OUT (an edge), TAIL of virtual state q."""
     j = _vrow(reps, q)
@@ -132,7 +132,7 @@ def _vflags(reps, q):
     return f
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _edges(G, q):
     """The rule edges of any state q as (k0, k1, vb, vt): ``ref_rule/ref_target[k0:k1]``
     for a real one (vb = -1); for a virtual one k1 - k0 is 1 or 0 and its edge is (vb, vt)."""
@@ -142,7 +142,7 @@ def _edges(G, q):
     return 0, (1 if vb >= 0 else 0), vb, vt
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _sflags(G, q):
     """flags of any state q, real or virtual."""
     flags = G[4]
@@ -151,7 +151,7 @@ def _sflags(G, q):
     return _vflags(G[8], q)
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _srule(G, q):
     """The rule of any state q, real or virtual."""
     state_rule = G[5]
@@ -327,7 +327,7 @@ def _commit(G, S, p, begin, end, gen, acc):
     return ALIVE | (ACCEPT if meta[ACC_FLAG] != 0 else 0)
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _origin_code(G, S, o, r, p):
     """The origin o of an item of rule r in set p, as content: 0 = the set itself (p),
     1 = set 0 (the accept item's origin stays recognisable), else the code of o's waiter
@@ -427,7 +427,7 @@ def _kernel_key(G, S, p, lo, n):
     return np.int64(_intern(S, k))
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _entry_code(G, S, e, p):
     """Waiter entry e of set p as ``target << 24 | origin code`` (0 = p itself); -1 when
     not named or a field is too wide."""
@@ -652,7 +652,7 @@ def roots(G, S, start_state):
     return out[:_set_roots(G, S, p, out, len(out))]
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _set_tokens(tok_start, tok_ids, node, mask):
     for k in range(tok_start[node], tok_start[node + 1]):
         t = tok_ids[k]
@@ -772,7 +772,7 @@ def _sort_range(a, begin, end):
         gap //= 3
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _kernel_hash(items, begin, end):
     h = np.int64(end - begin)
     for i in range(begin, end):
@@ -952,7 +952,7 @@ INFO_W = 5  # ints per subtree row in subtrees.py's info: entries, AW words, wor
 FRAME_W = 5  # ints per frame: next entry, end entry, depth d0, set at d0, pool (0 tokens.py, 1 subtrees.py)
 
 
-@kernel
+@kernel(inline="always")
 def _sub_class(sub_key, sub_val, key):
     """The subtree row of key ``cls_index << 32 | node`` (open addressing; -1: none)."""
     m = len(sub_key) - 1
@@ -1133,7 +1133,7 @@ def entry_skips(ent_node, ent_kind, tsize):
 # ---------------------------------------------------------------- one mask, one call
 
 
-@kernel(helper=True)
+@kernel(inline="always")
 def _among(a, k, v):
     """Whether v is in a[:k]."""
     for j in range(k):
