@@ -13,7 +13,8 @@
   int64 are three tuples, each a full compile of the callee and all it calls. Every
   integer argument narrower than 64 bits, and every literal, is typed as int64 (calls
   from kernels and from Python alike), so each kernel compiles once. Widening an integer
-  keeps its value; the kernels never rely on a narrow argument's wrap-around.
+  keeps its value; no kernel relies on a narrow argument's wrap-around (the mask tests
+  compare every kernel's masks with the oracle's).
 * **a note on stderr** when a compile (a cache miss, not a load) has run for more than a
   second: the first use in a new environment; later processes load the cache.
 
@@ -158,8 +159,9 @@ def kernel(fn=None, *, nogil: bool = True, nrt: bool = False, inline: str = "nev
     to compile): for the helpers that must be (a kernel returning a view of memory it did
     not receive, packed.view1) and the tiny leaf helpers of the inner loops (hashing, a
     state's flags and edges), which LLVM does not inline across numba's calling convention
-    (masks 1.1-1.4x slower without); the big helpers (closure, commit) stay calls. ``helper=True``: called from kernels only, so numba builds no
-    Python wrapper for it (unboxing a chart tuple of 33 arrays: ~40% of a helper's compile)."""
+    (masks 1.1-1.4x slower without); the big helpers (closure, commit) stay calls.
+    ``helper=True``: called from kernels only, so numba builds no Python wrapper for it
+    (unboxing a chart tuple of 33 arrays: ~40% of a helper's compile)."""
     def wrap(f):
         opts = dict(nogil=nogil, inline=inline)
         if not nrt:
