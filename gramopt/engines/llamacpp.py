@@ -39,6 +39,7 @@ import time
 
 import numpy as np
 
+from ..cachedir import cache_dir
 from ..formats import write
 from ..grammar import Grammar, GrammarError
 from .base import Engine, EngineError, EngineMatcher
@@ -52,13 +53,6 @@ class LlamaCppError(Exception):
 
 
 # ---------------------------------------------------------------- the vocabulary as GGUF
-
-
-def cache_dir() -> str:
-    """``$GRAMOPT_CACHE``, else ``$XDG_CACHE_HOME/gramopt``, else ``~/.cache/gramopt``."""
-    root = os.environ.get("GRAMOPT_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gramopt")
-    return root
 
 
 def vocab_key(vocab) -> str:

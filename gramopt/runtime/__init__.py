@@ -10,8 +10,10 @@ arrays), trie (depth-first token trie), vocab (tokenizer files), tokens (per-sta
 classes), subtrees (a state's classes below a big trie node), matcher (the decoding state), torch_ops (masks on tensors; torch is optional
 and imported only when used). Serving: batch (BatchMatcher: many rows' masks on a thread
 pool), jump_forward (forced text), limits (chart caps, RuntimeLimitError), kernels
-(apply_token_bitmask_inplace, one backend per file). Stands on gramopt.grammar alone;
-never imports egglog.
+(apply_token_bitmask_inplace, one backend per file). jit (the kernels' decorator: one
+specialization each, cached under ``$GRAMOPT_CACHE/numba``, gramopt.cachedir), warm
+(``python -m gramopt.runtime.warm``: compile them ahead of first use). Stands on
+gramopt.grammar (and gramopt.cachedir, the cache folder) alone; never imports egglog.
 
 Speed, all exact (masks equal the plain algorithm's, ``Matcher(mode="walk")``):
   * JIT: ``Matcher()`` builds the automata only; a state's token classes are built when

@@ -34,9 +34,9 @@ OVERFLOW (-1: a capacity ran out, nothing committed; grow and retry).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from .compile import FINAL, HAS_OUT, REP_NULLABLE, REP_UNBOUNDED, REP_W, TAIL
+from .jit import kernel
 from .packed import fetch_add, pack_width, view1, view2
 
 # ---- state tuple layout (see EarleyState in chart.py)
@@ -63,19 +63,19 @@ MASK32 = (1 << 32) - 1
 M_DEAD, M_OVERFLOW, M_UNKNOWN = -1, -2, -3
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _hash(key):
     h = key * np.int64(-7046029254386353131)
     return h ^ (h >> np.int64(29))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def hash_key(key):
     """``_hash`` for Python callers (tables the kernels probe, e.g. tokens._table_put)."""
     return _hash(np.int64(key))
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _insert(hkeys, hgen, key, gen):
     """True when ``key`` was not yet in the set under construction (generation ``gen``)."""
     mask = len(hkeys) - 1
@@ -94,7 +94,7 @@ def _insert(hkeys, hgen, key, gen):
 # described by their row of ``reps`` (G[8]): base, m, cap, flags, X's rule, R's rule
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _vrow(reps, q):
     """The row (its first int's index) of the counted repetition of virtual state q."""
     j = 0
@@ -103,7 +103,7 @@ def _vrow(reps, q):
     return j
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _vedge(reps, q):
     """Virtual state q's one rule edge as (X, target): count c -> c + 1 below the cap, the
     cap to itself when unbounded; (-1, -1) when it has none."""
@@ -117,7 +117,7 @@ def _vedge(reps, q):
     return -1, -1
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _vflags(reps, q):
     """FINAL (count >= m, or X derives ε), HAS_OUT (an edge), TAIL of virtual state q."""
     j = _vrow(reps, q)
@@ -132,7 +132,7 @@ def _vflags(reps, q):
     return f
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _edges(G, q):
     """The rule edges of any state q as (k0, k1, vb, vt): ``ref_rule/ref_target[k0:k1]``
     for a real one (vb = -1); for a virtual one k1 - k0 is 1 or 0 and its edge is (vb, vt)."""
@@ -142,7 +142,7 @@ def _edges(G, q):
     return 0, (1 if vb >= 0 else 0), vb, vt
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _sflags(G, q):
     """flags of any state q, real or virtual."""
     flags = G[4]
@@ -151,7 +151,7 @@ def _sflags(G, q):
     return _vflags(G[8], q)
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _srule(G, q):
     """The rule of any state q, real or virtual."""
     state_rule = G[5]
@@ -161,7 +161,7 @@ def _srule(G, q):
     return reps[_vrow(reps, q) + 5]
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(helper=True)
 def _closure(G, S, p, begin, end, gen, acc):
     """Predict/complete over items[begin:end) of set p until closed; return the new end,
     or -1 on overflow. Sets meta[ACC_FLAG] when an accepting item is present: (acc, 0), or
@@ -233,7 +233,7 @@ def _closure(G, S, p, begin, end, gen, acc):
     return end
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(helper=True)
 def _finalize(G, S, p, begin, end, gen):
     """Build set p's waiter groups (with Leo chain entries); False on overflow."""
     byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start, rule_nullable, reps = G
@@ -310,7 +310,7 @@ def _finalize(G, S, p, begin, end, gen):
     return True
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(helper=True)
 def _commit(G, S, p, begin, end, gen, acc):
     """Close and finalize set p (items[begin:end) seeded); commit it. Returns a status."""
     meta = S[I_META]
@@ -327,7 +327,7 @@ def _commit(G, S, p, begin, end, gen, acc):
     return ALIVE | (ACCEPT if meta[ACC_FLAG] != 0 else 0)
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _origin_code(G, S, o, r, p):
     """The origin o of an item of rule r in set p, as content: 0 = the set itself (p),
     1 = set 0 (the accept item's origin stays recognisable), else the code of o's waiter
@@ -349,7 +349,7 @@ def _origin_code(G, S, o, r, p):
     return np.int64(-1)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def _intern(S, n):
     """The id of the int64 sequence ``S[I_MC_SCRATCH][:n]`` in the chart's table of
     interned sequences (equal sequences, equal ids; compared in full); -2 on overflow."""
@@ -388,7 +388,7 @@ def _intern(S, n):
     return c
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def _dedupe(a, begin, end):
     """Sort a[begin:end) and drop repeats; returns the new end."""
     _sort_range(a, begin, end)
@@ -402,7 +402,7 @@ def _dedupe(a, begin, end):
     return w
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def _kernel_key(G, S, p, lo, n):
     """The content id of the set p whose kernel (the items scanned into it, the closure's
     seed) is ``items[lo:lo+n]``: the interned sorted distinct ``origin code << 32 | state``
@@ -427,7 +427,7 @@ def _kernel_key(G, S, p, lo, n):
     return np.int64(_intern(S, k))
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _entry_code(G, S, e, p):
     """Waiter entry e of set p as ``target << 24 | origin code`` (0 = p itself); -1 when
     not named or a field is too wide."""
@@ -438,7 +438,7 @@ def _entry_code(G, S, e, p):
     return (t << 24) | c
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def _canonize(G, S, p, kid):
     """Name set p by content: ``canon[p]`` = ``kid``, its kernel's id (_kernel_key), and
     ``gcode[g]`` for each waiter group g of p (rule B: the items to add when B completes
@@ -520,7 +520,7 @@ def _canonize(G, S, p, kid):
     return True
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def _name_set(G, S, p):
     """_canonize set p with its kernel's id (the first ``klen[p]`` items); False on overflow."""
     kid = _kernel_key(G, S, p, S[I_SET_START][p], S[I_KLEN][p])
@@ -529,14 +529,14 @@ def _name_set(G, S, p):
     return _canonize(G, S, p, kid)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def mask_key(S):
     """The mask cache's key for the last set r: its content id (``canon[r]``, see
     _canonize); -1 when not named. Equal keys: sets that behave alike, equal masks."""
     return S[I_CANON][S[I_META][N_SETS] - 1]
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def rehash_interned(S):
     """Re-insert every interned kernel into a fresh (grown) table."""
     ikey = S[I_IKEY]
@@ -554,7 +554,7 @@ def rehash_interned(S):
     return 0
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def init_chart(G, S, state, p, acc):
     """Start a chart with the single item (state, 0) in set p; sets 0..p-1 are empty
     (p = 1 gives a root whose completion nothing awaits: used to classify tokens)."""
@@ -579,7 +579,7 @@ def init_chart(G, S, state, p, acc):
     return r
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(helper=True)
 def push_byte(G, S, b, acc):
     """Scan byte b from the last committed set into a new set; commit it when non-empty."""
     byte_next = G[0]
@@ -618,7 +618,7 @@ def push_byte(G, S, b, acc):
     return _commit(G, S, n, hi, end, gen, acc)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def push_bytes(G, S, data, acc):
     """Push every byte of ``data``; on DEAD or OVERFLOW restore the chart and return it.
     Returns the status of the last set otherwise."""
@@ -638,7 +638,7 @@ def push_bytes(G, S, data, acc):
     return r
 
 
-@njit(cache=True, nogil=True)
+@kernel(nrt=True)
 def roots(G, S, start_state):
     """Distinct states of the items of the last set that were not predicted there
     (origin < p) and still have an outgoing edge; at p = 0 the start state alone."""
@@ -652,14 +652,14 @@ def roots(G, S, start_state):
     return out[:_set_roots(G, S, p, out, len(out))]
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _set_tokens(tok_start, tok_ids, node, mask):
     for k in range(tok_start[node], tok_start[node + 1]):
         t = tok_ids[k]
         mask[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def walk_range(G, S, T, lo, hi, mask, acc):
     """Walk trie nodes [lo, hi) (a run of whole subtrees, depth-first) against the last set:
     set the bits of the tokens whose bytes keep the chart alive. Restores the chart.
@@ -686,7 +686,7 @@ def walk_range(G, S, T, lo, hi, mask, acc):
     return 0
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def walk_entries(G, S, T, ent_node, ent_kind, ent_skip, mask, acc):
     """Walk a sparse view of the trie: entries in depth-first order, each a node whose
     ancestors are listed before it; kind 1 = the node's whole subtree, kind 0 = the node
@@ -738,7 +738,7 @@ def walk_entries(G, S, T, ent_node, ent_kind, ent_skip, mask, acc):
 # next accepted byte, like the plain walk's.
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def memo_begin(S):
     """Start a set automaton rooted at the last committed set (call after any change of
     the chart, before the memo walks of one mask)."""
@@ -754,7 +754,7 @@ def memo_begin(S):
     return 0
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def _sort_range(a, begin, end):
     """Sort a[begin:end) in place (Shell sort, gaps 3h+1: no allocation)."""
     n = end - begin
@@ -772,7 +772,7 @@ def _sort_range(a, begin, end):
         gap //= 3
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _kernel_hash(items, begin, end):
     h = np.int64(end - begin)
     for i in range(begin, end):
@@ -780,7 +780,7 @@ def _kernel_hash(items, begin, end):
     return h
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def memo_push(G, S, s, b, acc):
     """The set after byte b from set s (the root or a walk set): a set index, M_DEAD, or
     M_OVERFLOW (nothing changed; grow and retry)."""
@@ -895,7 +895,7 @@ def memo_push(G, S, s, b, acc):
     return m
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def memo_walk_range(G, S, T, lo, hi, start, mask, acc, stack):
     """walk_range through the set automaton, from set ``start`` (the parent of node lo):
     set the bits of the tokens of trie nodes [lo, hi) whose bytes keep the chart alive.
@@ -952,7 +952,7 @@ INFO_W = 5  # ints per subtree row in subtrees.py's info: entries, AW words, wor
 FRAME_W = 5  # ints per frame: next entry, end entry, depth d0, set at d0, pool (0 tokens.py, 1 subtrees.py)
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _sub_class(sub_key, sub_val, key):
     """The subtree row of key ``cls_index << 32 | node`` (open addressing; -1: none)."""
     m = len(sub_key) - 1
@@ -966,7 +966,7 @@ def _sub_class(sub_key, sub_val, key):
         h = (h + 1) & m
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def memo_walk_frames(G, S, T, P, fr, nf, mask, acc, stack, scratch, req):
     """Walk the frames ``fr[:FRAME_W * nf]`` (each a run [j, end) of walk entries of pool 0,
     the state classes, or 1, the subtree classes; its entries at depth d0 + 1 step from the
@@ -1055,7 +1055,7 @@ def memo_walk_frames(G, S, T, P, fr, nf, mask, acc, stack, scratch, req):
     return 0
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def classify_state(G, S, T, state, node, aw_mask, out_node, out_kind, comp, path, marked, sets):
     """Token classes of one automaton state q below trie node ``node`` (0: the whole
     vocabulary), with the chart rooted at (q, 0) and nothing awaiting its rule (xgrammar's
@@ -1115,7 +1115,7 @@ def classify_state(G, S, T, state, node, aw_mask, out_node, out_kind, comp, path
     return nu
 
 
-@njit(cache=True, nogil=True)
+@kernel(nrt=True)
 def entry_skips(ent_node, ent_kind, tsize):
     """For each walk entry, 1 + the number of following entries inside its subtree."""
     n = len(ent_node)
@@ -1133,7 +1133,7 @@ def entry_skips(ent_node, ent_kind, tsize):
 # ---------------------------------------------------------------- one mask, one call
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _among(a, k, v):
     """Whether v is in a[:k]."""
     for j in range(k):
@@ -1142,7 +1142,7 @@ def _among(a, k, v):
     return False
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def _set_roots(G, S, p, out, limit):
     """The distinct roots of set p >= 1 (committed or a walk set: its states with an edge
     whose items have origin < p) into ``out``; their count, or limit + 1 when there are more
@@ -1161,7 +1161,7 @@ def _set_roots(G, S, p, out, limit):
     return k
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def _roots_into(G, S, start_state, out):
     """``roots`` without allocation: the distinct roots of the last set into ``out``;
     returns their count, or len(out) + 1 when there are more than len(out)."""
@@ -1172,7 +1172,7 @@ def _roots_into(G, S, start_state, out):
     return _set_roots(G, S, p, out, len(out))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def cls_index(G, longest, q):
     """Where state q's token classes are in a TokenTable's ``cls_id``: at q for a real
     state; a count c of a counted repetition (m, cap) is classed by its need = m - c and
@@ -1193,7 +1193,7 @@ def cls_index(G, longest, q):
     return nreal + (j // REP_W) * (2 * top + 1) + (top - need) + (top - room)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf, frames, req):
     """The whole mask of the last set into ``mask`` (uint32 words; words past the
     vocabulary's are zeroed): the union of AW(q) and the walk of U(q) over its roots q
@@ -1235,7 +1235,7 @@ def fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf, frames,
     return st
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf, frames, req):
     """fill_mask without the mask cache."""
     cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest = P[:7]
@@ -1303,22 +1303,22 @@ AT_G, AT_S, AT_T, AT_P, AT_MATCHER, AT_SCALARS = 0, 9, 42, 47, 62, 68
 PACKED_SLOTS = 69
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _v32(A, k):
     return view1(A[3 * k], A[3 * k + 1], np.int32)
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _v64(A, k):
     return view1(A[3 * k], A[3 * k + 1], np.int64)
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _m32(A, k):
     return view2(A[3 * k], A[3 * k + 1], A[3 * k + 2], np.uint32)
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@kernel(inline="always")
 def _unpack(A):
     """(G, S, T, P) of the address vector ``A`` (views over the packed arrays)."""
     G = (_v32(A, 0), _v32(A, 1), _v32(A, 2), _v32(A, 3), _v32(A, 4), _v32(A, 5), _v32(A, 6),
@@ -1340,7 +1340,7 @@ def _unpack(A):
     return G, S, T, P
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def fill_mask_packed(A, mask):
     """``fill_mask`` with its arguments unpacked from the address vector ``A`` (see above);
     the counter deltas of the call land in the delta slot."""
@@ -1367,7 +1367,7 @@ PACKED_WIDTH = pack_width(PACKED_SLOTS)
 _DELTA = pack_width(AT_MATCHER + 3)  # where an address vector holds its delta array's address
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel(helper=True)
 def mask_cached(S):
     """Whether the mask cache holds the next mask of this chart (``fill_mask`` copies it):
     known before the mask runs, in a lookup. Reads only."""
@@ -1376,7 +1376,7 @@ def mask_cached(S):
     return slots > 0 and key >= 0 and S[I_MC_KEY][key & (slots - 1)] == key
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def plan_rows(addrs, order, work):
     """``work[i]`` = row i's estimated work for this mask: 0 when its mask cache holds the
     mask (``mask_cached``), else the work of its last mask (trie nodes + Earley items, from
@@ -1404,7 +1404,7 @@ def plan_rows(addrs, order, work):
     return total
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def fill_rows(addrs, width, out, rows, order, counter, status):
     """Fill rows until the shared ``counter`` passes ``len(order)``: take k, fill row
     ``i = order[k]`` (its matcher's address vector at ``addrs[i]``, ``width`` int64s) into

@@ -12,13 +12,13 @@ the jump-forward string is that whole string.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from . import earley as K
 from .compile import HAS_BYTES
+from .jit import kernel
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@kernel
 def forced_bytes(G, S, acc, out):
     """Write the forced bytes after the last committed set into ``out`` (at most its length);
     return their count, or -1 on overflow (chart restored either way)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import literal_unroll, njit, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -76,16 +76,22 @@ def pack(arrays, layout: str, out: np.ndarray | None = None, at: int = 0) -> np.
     array slot ``at`` (a new vector when ``out`` is None). ``layout`` names each array's
     type, space-separated: ``i32``, ``i64``, ``u32`` (vectors) or ``u32x2`` (matrix); an
     array of another item size or rank, or not C-ordered, raises TypeError (what a view
-    relies on to stay inside the array's memory)."""
-    sizes, ranks = _layout(layout)
-    if len(sizes) != len(arrays):
-        raise ValueError(f"layout names {len(sizes)} arrays, got {len(arrays)}")
+    relies on to stay inside the array's memory) and writes nothing.
+
+    Plain Python (a few µs per array): it runs when a matcher is built or its chart or
+    token pools are replaced, never per mask, and a kernel here cost five numba compiles
+    (one per tuple type) on first use."""
+    kinds = _layout(layout)
+    if len(kinds) != len(arrays):
+        raise ValueError(f"layout names {len(kinds)} arrays, got {len(arrays)}")
     if out is None:
         out = np.zeros(WIDTH * len(arrays), np.int64)
-    bad = _pack(tuple(arrays), sizes, ranks, out, at)
-    if bad >= 0:
-        a = arrays[bad]
-        raise TypeError(f"array {bad} is {a.dtype}[{a.ndim}d], expected {layout.split()[bad]} (C order)")
+    triples = []
+    for k, (a, (size, rank)) in enumerate(zip(arrays, kinds)):
+        if a.itemsize != size or a.ndim != rank or not a.flags.c_contiguous:
+            raise TypeError(f"array {k} is {a.dtype}[{a.ndim}d], expected {layout.split()[k]} (C order)")
+        triples += (a.ctypes.data, a.shape[0], a.shape[-1])
+    out[WIDTH * at:WIDTH * at + len(triples)] = triples
     return out
 
 
@@ -93,26 +99,9 @@ _KINDS = {"i32": (4, 1), "i64": (8, 1), "u32": (4, 1), "u32x2": (4, 2)}
 _LAYOUTS: dict = {}
 
 
-def _layout(layout: str) -> tuple[np.ndarray, np.ndarray]:
+def _layout(layout: str) -> list[tuple[int, int]]:
+    """(item size, rank) of each array a layout names."""
     got = _LAYOUTS.get(layout)
     if got is None:
-        kinds = [_KINDS[k] for k in layout.split()]
-        got = _LAYOUTS[layout] = (np.array([k[0] for k in kinds], np.int64),
-                                  np.array([k[1] for k in kinds], np.int64))
+        got = _LAYOUTS[layout] = [_KINDS[k] for k in layout.split()]
     return got
-
-
-@njit(cache=True, nogil=True)
-def _pack(arrays, sizes, ranks, out, at):
-    """The triples of ``arrays`` into ``out``; the index of the first array that does not
-    match its item size / rank / C order (nothing after it written), or -1."""
-    k = 0
-    for a in literal_unroll(arrays):
-        if a.itemsize != sizes[k] or a.ndim != ranks[k] or not a.flags.c_contiguous:
-            return k
-        j = WIDTH * (at + k)
-        out[j] = a.ctypes.data
-        out[j + 1] = a.shape[0]
-        out[j + 2] = a.shape[-1]
-        k += 1
-    return -1

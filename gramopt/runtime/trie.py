@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from .jit import kernel
 
 
 @dataclass
@@ -32,7 +33,7 @@ class TokenTrie:
         return (self.byte, self.depth, self.size, self.tok_start, self.tok_ids)
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def _build(flat, offs, order):
     """Nodes in depth-first order from tokens sorted by bytes."""
     total = len(flat) + 1

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit
+
+from ..jit import kernel
 
 
-@njit(cache=True, nogil=True)
+@kernel(nrt=True)
 def _apply(logits, bitmask, rows, vocab):
     ninf = -np.inf
     covered = min(vocab, bitmask.shape[1] * 32)

@@ -36,8 +36,8 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from ..jit import kernel
 from ..trie import TokenTrie
 from .cnf import CNF
 from .table import Table
@@ -127,13 +127,13 @@ def _ids(words: np.ndarray) -> np.ndarray:
     return np.nonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0].astype(np.int32)
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def _set_ids(words, ids):
     for tid in ids:
         words[tid >> 5] |= np.uint32(1) << np.uint32(tid & 31)
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def _undecided(ends, follow_ctx, tbyte, tsize, tok_start, tok_ids, node_ok, out):
     """Set in ``out`` the tokens below a child j of a node in ``ends`` whose byte is in
     ``follow_ctx`` (4 words) and whose bytes pass ``node_ok`` (a node that fails fails for
@@ -156,7 +156,7 @@ def _undecided(ends, follow_ctx, tbyte, tsize, tok_start, tok_ids, node_ok, out)
             j += tsize[j]
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def _node_ok(byte, depth, follows):
     """Per trie node: every adjacent byte pair on its path may occur inside a sentence
     (``follows``); the root and the nodes of depth 1 pass."""
@@ -172,7 +172,7 @@ def _node_ok(byte, depth, follows):
     return ok
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def _sub_trie(byte, depth, size, tok_start, tok_ids, want):
     """The trie of the tokens in ``want`` (uint32 words): the nodes on their paths, in the
     same depth-first order, sizes recounted, each node listing only wanted tokens."""

@@ -44,12 +44,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
 from ...grammar import CharClass, Grammar, Ref
 from ...grammar.bnf import lower
 from ...grammar.utf8 import class_sequences
 from ..compile import RuntimeGrammarError
+from ..jit import kernel
 
 
 @dataclass
@@ -260,7 +260,7 @@ def _csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return start, flat
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def _closure_lists(start, edges, n):
     """Per node c, every node reachable from c along ``edges`` (c itself first), as CSR."""
     mark = np.full(n, -1, np.int32)
@@ -336,7 +336,7 @@ def _follows(names, idx, binary, units, pre_range) -> tuple[np.ndarray, np.ndarr
     return follows, np.ascontiguousarray(np.packbits(follow, axis=1, bitorder="little").view(np.uint64))
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def _flow_down(follow, d_start, d):
     """follow(A) ⊆ follow(C) along every edge A → C, to the least fixpoint (a worklist)."""
     n = follow.shape[0]

@@ -37,7 +37,9 @@ Kernel status: VIABLE (1), DEAD (0), OVERFLOW (-1: a capacity ran out; grow and 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..jit import kernel
+
 
 VIABLE = 1
 DEAD = 0
@@ -55,20 +57,20 @@ N_COUNTERS = 6
 _ONE = np.uint64(1)
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always", nogil=False, nrt=True)
 def _bit(a, row, i):
     """Bit i of row ``row`` of a 2-D uint64 array (no row view: views cost a refcount)."""
     return (a[row, i >> 6] >> np.uint64(i & 63)) & _ONE
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always", nogil=False, nrt=True)
 def _low_index(x):
     """Index of the lowest set bit of a non-zero uint64."""
     low = x & (~x + _ONE)
     return int(np.log2(np.float64(low)))
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def _close_pred(lc_start, lc, pred_row, pred_t, stack, seeds, ns, t):
     """Pred(t) = LC*(seeds): a depth-first walk of the left corners, marking row t and the
     positions of ``pred_t``; returns whether anything is predicted."""
@@ -96,7 +98,7 @@ def _close_pred(lc_start, lc, pred_row, pred_t, stack, seeds, ns, t):
     return found
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def write_pred0(start, lc_start, lc, pred_row, pred_t, seed_start, seed_pool, stack):
     """Pred(0) = LC*(S), seeded by S with an empty follow context (nothing when the start
     derives no non-empty string)."""
@@ -112,7 +114,7 @@ def write_pred0(start, lc_start, lc, pred_row, pred_t, seed_start, seed_pool, st
         _close_pred(lc_start, lc, pred_row, pred_t, stack, seeds, 1, 0)
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def _clear_pred(pred_row, pred_t, t):
     tw = t >> 6
     tb = ~(_ONE << np.uint64(t & 63))
@@ -125,7 +127,7 @@ def _clear_pred(pred_row, pred_t, t):
         pred_row[t, w] = 0
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always", nogil=False, nrt=True)
 def _live(byte_start, byte_pre, pred_row, k, b):
     """Some preterminal of byte b is predicted at k (else the prefix dies at b)."""
     for j in range(byte_start[b], byte_start[b + 1]):
@@ -134,7 +136,7 @@ def _live(byte_start, byte_pre, pred_row, k, b):
     return False
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always", nogil=False, nrt=True)
 def _column_entry(a, pool, ent_nt, ent_off, cur_idx, e0, p0, nw, ne):
     """A's entry in the current column: its index, or a new zeroed one (the ``ne``-th) when A
     has none yet. Returns (index, ne)."""
@@ -151,7 +153,7 @@ def _column_entry(a, pool, ent_nt, ent_off, cur_idx, e0, p0, nw, ne):
     return e, ne
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always", nogil=False, nrt=True)
 def _or_into_entry(a, src_e, kwords, pool, ent_nt, ent_off, ent_lo, cur_idx, anyb, e0, p0, nw, ne):
     """One product A → B C found: A's entry in the current column (a zeroed new one, the
     ``ne``-th, if A has none yet) |= the start-position bits of entry ``src_e`` (B's), words
@@ -167,7 +169,7 @@ def _or_into_entry(a, src_e, kwords, pool, ent_nt, ent_off, ent_lo, cur_idx, any
     return ne, kwords - lo
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c, up_start, up,
               lc_start, lc, follow, start, col_start, col_pool, col_r1, ent_nt, ent_off, ent_lo, pool, pred_row, pred_t,
               seed_start, seed_pool, cur_idx, prev_idx, in_f, finals, seed_flag, fctx, stack, counters, t, b,
@@ -382,7 +384,7 @@ def push_byte(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1
     return (VIABLE if (predicted or accepting) else DEAD), accepting
 
 
-@njit(cache=True)
+@kernel(nogil=False, nrt=True)
 def walk_trie(byte_start, byte_pre, r2_start, r2_lhs, r2_b, r1_start, r1_lhs, r1_c, up_start, up,
               lc_start, lc, follow, start, col_start, col_pool, col_r1, ent_nt, ent_off, ent_lo, pool, pred_row, pred_t,
               seed_start, seed_pool, cur_idx, prev_idx, in_f, finals, seed_flag, fctx, stack, counters, n, follows,

@@ -1,0 +1,112 @@
+"""Where the runtime's compiled kernels live (runtime/jit.py): under ``$GRAMOPT_CACHE/numba``,
+never in the package's folder; an unwritable cache folder gives a note and in-memory
+compiles; a read-only copy of the package computes masks, and a second process loads every
+kernel from the cache (no compile) and gives the same mask.
+
+Each check runs a fresh interpreter on a copy of the package (``chmod -R a-w``; as root the
+mode is not enforced, so the checks also look for files written into the copy).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HASH_KEY = "from gramopt.runtime import earley; print(int(earley.hash_key(5)))"
+
+FIRST_MASK = """
+import json
+from gramopt.grammar import CharClass, Grammar, Literal, Ref, Repeat, Rule, alt, seq
+from gramopt.runtime import Matcher, Vocab, earley
+digits = Repeat(CharClass(((48, 57),)), 1, None)
+g = Grammar((Rule("root", seq(Literal("["), Ref("num"), Repeat(seq(Literal(","), Ref("num")), 0, None),
+                          Literal("]"))), Rule("num", alt(digits, Literal("-")))), "root")
+vocab = Vocab.from_bytes([b"[", b"]", b",", b"1", b"12", b"-", b"[1", b"1,", b"x"], eos=9)
+m = Matcher(g, vocab)
+masks = [m.compute_mask().tolist()]
+m.accept_token(6)
+masks.append(m.compute_mask().tolist())
+kernels = [d for d in vars(earley).values() if hasattr(d, "stats") and hasattr(d, "signatures")]
+print(json.dumps({"masks": masks,
+                  "misses": sum(sum(d.stats.cache_misses.values()) for d in kernels),
+                  "most_signatures": max(len(d.signatures) for d in kernels)}))
+"""
+
+
+def read_only_copy(tmp_path: Path) -> Path:
+    """A copy of the package (sources only) with every write bit cleared."""
+    dest = tmp_path / "pkg"
+    shutil.copytree(ROOT / "gramopt", dest / "gramopt", ignore=shutil.ignore_patterns("__pycache__"))
+    for p in [dest, *dest.rglob("*")]:
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    return dest
+
+
+def run_python(code: str, pkg: Path, cache: Path, timeout: int = 900) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env.update(PYTHONPATH=str(pkg), GRAMOPT_CACHE=str(cache), PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([sys.executable, "-c", code], cwd=str(pkg), env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def cache_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.suffix in (".nbi", ".nbc"))
+
+
+@pytest.fixture
+def pkg(tmp_path):
+    dest = read_only_copy(tmp_path)
+    yield dest
+    for p in [dest, *dest.rglob("*")]:  # let pytest remove it
+        p.chmod(p.stat().st_mode | stat.S_IWUSR)
+
+
+def test_kernels_are_cached_under_gramopt_cache_not_in_the_package(pkg, tmp_path):
+    from gramopt.runtime import earley
+    cache = tmp_path / "cache"
+    r = run_python(HASH_KEY, pkg, cache)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) == int(earley.hash_key(5))
+    written = cache_files(cache)
+    assert written and all(p.is_relative_to(cache / "numba") for p in written)
+    assert any(p.name.startswith("earley.hash_key") for p in written)
+    assert cache_files(pkg) == []
+
+
+def test_an_unwritable_cache_folder_compiles_in_memory_with_one_note(pkg, tmp_path):
+    from gramopt.runtime import earley
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    r = run_python(HASH_KEY, pkg, blocker / "cache")  # below a file: no folder can be made there
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) == int(earley.hash_key(5))
+    notes = [line for line in r.stderr.splitlines() if "cannot write the kernel cache" in line]
+    assert len(notes) == 1
+    assert "Traceback" not in r.stderr
+    assert cache_files(pkg) == []
+
+
+@pytest.mark.slow
+def test_a_read_only_package_masks_and_a_second_process_only_loads(pkg, tmp_path):
+    """A cold compile of the mask kernels (tens of seconds on a busy machine)."""
+    cache = tmp_path / "cache"
+    first = run_python(FIRST_MASK, pkg, cache)
+    assert first.returncode == 0, first.stderr
+    a = json.loads(first.stdout)
+    assert a["misses"] > 0 and a["most_signatures"] == 1  # each kernel compiled once
+    second = run_python(FIRST_MASK, pkg, cache)
+    assert second.returncode == 0, second.stderr
+    b = json.loads(second.stdout)
+    assert b["masks"] == a["masks"]
+    assert b["misses"] == 0  # every kernel loaded from the cache
+    assert "compiling the mask kernels" not in second.stderr
+    assert cache_files(pkg) == []
