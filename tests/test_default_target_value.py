@@ -53,8 +53,10 @@ def test_a_right_recursive_rule_made_a_star_group_is_rejected():
     assert why is not None and "star_groups" in why
 
 
-@pytest.mark.parametrize("name", ["llamacpp__json.gbnf", "llamacpp__json_arr.gbnf", "llamacpp__english.gbnf",
-                                  "maskbench-llamacpp__BFCL_simple_196.gbnf"])
+@pytest.mark.parametrize("name", ["llamacpp__json.gbnf",
+                                  *(pytest.param(n, marks=pytest.mark.slow) for n in
+                                    ("llamacpp__json_arr.gbnf", "llamacpp__english.gbnf",
+                                     "maskbench-llamacpp__BFCL_simple_196.gbnf"))])
 def test_default_target_on_obfuscated_grammars(name):
     """Issue 23's floor, per grammar: no more rules than the clean original plus 2, language
     unchanged (benchmarks/obfuscated_rules.py runs the whole set)."""
