@@ -16,7 +16,7 @@ heavy (``optimize`` loads egglog when first called for).
 from ._version import __version__
 
 _HOMES = {
-    "read": "formats", "parse": "formats", "write": "formats",
+    "read": "inputs", "parse": "inputs", "write": "formats",
     "Grammar": "grammar", "GrammarError": "grammar", "Rule": "grammar",
     "Analysis": "summary", "analyze": "summary",
     "optimize": "passes", "OptimizationError": "passes", "Limits": "passes",

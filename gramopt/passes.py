@@ -587,10 +587,11 @@ def _fallbacks(grammar: Grammar, pm: PassManager, safer: bool = True):
                                keep=pm.ctx.keep)
         yield "the passes' output without the e-graph passes", pm_safer.run(grammar)[0]
     t = pm.ctx.target
+    keep = pm.ctx.keep  # the kept entry points are roots here too (``_pinned``)
     if t.reduce is not None:  # the default target: redundancy removed is never slower (targets.guard)
-        yield "the input without its redundancy", t.apply_fixups(t.reduce(grammar))
+        yield "the input without its redundancy", _unpinned(t.apply_fixups(t.reduce(_pinned(grammar, keep))))
     if t.fixups and "target" in pm.names:
-        yield "the input with only the fix-ups", t.apply_fixups(grammar)
+        yield "the input with only the fix-ups", _unpinned(t.apply_fixups(_pinned(grammar, keep)))
     else:
         yield "the input", grammar
 

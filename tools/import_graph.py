@@ -23,7 +23,7 @@ LAYERS = [  # floor 0 is the ground
     {"formats", "costmodels", "verify", "runtime"},
     {"rewrites", "egraph", "transforms", "sampling"},
     {"targets", "engines"},
-    {"passes", "judge", "bench"},
+    {"passes", "judge", "bench", "inputs"},
     {"cli", "batch", "summary", "__init__", "__main__"},
     {"integrations"},  # serving stacks' adapters: over the pass API, formats and batch's cache
 ]

@@ -133,6 +133,22 @@ def engine_difference(original: Grammar, optimized: Grammar, samples: int = 48,
     return None
 
 
+def lark_error(text: str) -> str | None:
+    """llguidance's first line of complaint about the .lark ``text`` (None: it loads it, or
+    llguidance is not installed)."""
+    try:
+        import llguidance as llg
+    except ImportError:
+        return None
+    try:
+        m = llg.LLMatcher(_byte_tokenizer(), llg.grammar_from("lark", text), log_level=0)
+    except Exception as e:  # noqa: BLE001 - grammar_from raises on some texts
+        return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+    if not m.is_error():
+        return None
+    return (m.get_error().strip().splitlines() or ["error"])[0][:300]
+
+
 # ---------------------------------------------------------------- the adapter
 
 
@@ -220,5 +236,5 @@ class Llguidance(Engine):
         return times
 
 
-__all__ = ["Difference", "Llguidance", "LlguidanceMatcher", "available", "engine_difference",
+__all__ = ["lark_error", "Difference", "Llguidance", "LlguidanceMatcher", "available", "engine_difference",
            "sentences"]

@@ -117,9 +117,9 @@ def parse(text: str, dialect: str, path: str | None = None, start: str | None = 
     ``start`` names the start rule (default: the dialect's — ``root``, Lark's ``start``,
     the first rule); for Lark, ``start=""`` reads a rule library with no start rule. A JSON
     Schema (dialect ``"jsonschema"``) is converted by ``converter`` (module docstring)."""
-    if dialect == SCHEMA:
-        from ..engines.jsonschema import parse_schema
-        return _schema_grammar(parse_schema(text, path or "<schema>"), converter, start)
+    if dialect == SCHEMA:  # its converter is an engine's: gramopt.inputs, a floor above
+        raise GrammarError("a JSON Schema is read by gramopt.parse / gramopt.read (gramopt.inputs), "
+                           "which convert it with an engine's converter", path=path)
     if converter is not None:
         raise GrammarError(f"a converter reads JSON Schema, not {dialect}", path=path)
     if dialect not in DIALECTS:
@@ -137,22 +137,15 @@ def parse(text: str, dialect: str, path: str | None = None, start: str | None = 
         else:
             from .cfg import parse_cfg
             grammar = parse_cfg(text)
-        return _with_start(grammar, start)
+        return with_start(grammar, start)
     except GrammarError as e:
         raise e.located(path, text) from None
     except RecursionError:
         raise GrammarError("grammar nested too deeply", path=path) from None
 
 
-def _schema_grammar(schema, converter: str | None, start: str | None) -> Grammar:
-    """The default target's conversion of ``schema`` (or ``converter``'s)."""
-    from .. import targets
-    from ..engines.jsonschema import convert_for_target
-    grammar = convert_for_target(schema, targets.get(targets.DEFAULT), converter)[0]
-    return _with_start(grammar, start)
-
-
-def _with_start(grammar: Grammar, start: str | None) -> Grammar:
+def with_start(grammar: Grammar, start: str | None) -> Grammar:
+    """``grammar`` starting at rule ``start`` (None or its own start: as it is)."""
     if not start or start == grammar.start:
         return grammar
     if start not in grammar.rule_map:
@@ -196,12 +189,8 @@ def read(path: str, dialect: str | None = None, start: str | None = None,
     """Read and parse grammar file ``path`` (its text as :func:`read_text` decodes it); a
     ``.json`` file (or dialect ``"jsonschema"``) holds one JSON Schema (module docstring)."""
     if dialect == SCHEMA or (dialect is None and path.lower().endswith(".json")):
-        from ..engines.jsonschema import load_schemas
-        schemas = load_schemas(path)
-        if len(schemas) != 1:
-            raise GrammarError(f"{len(schemas)} schemas in one file: read them with "
-                               f"gramopt.engines.jsonschema.load_schemas", path=path)
-        return _schema_grammar(schemas[0], converter, start)
+        raise GrammarError("a JSON Schema is read by gramopt.read (gramopt.inputs), which converts it "
+                           "with an engine's converter", path=path)
     dialect = dialect or detect_dialect(path)
     return parse(read_text(path, dialect), dialect, path, start, converter)
 

@@ -74,24 +74,7 @@ def _fresh(base: str, taken: set[str]) -> str:
     return name
 
 
-def llguidance_error(text: str) -> str | None:
-    """llguidance's first line of complaint about the .lark ``text`` (None: it loads it, or
-    llguidance is not installed)."""
-    try:
-        import llguidance as llg
-    except ImportError:
-        return None
-    from ..engines.llguidance import _byte_tokenizer
-    try:
-        m = llg.LLMatcher(_byte_tokenizer(), llg.grammar_from("lark", text), log_level=0)
-    except Exception as e:  # noqa: BLE001 - grammar_from raises on some texts
-        return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-    if not m.is_error():
-        return None
-    return (m.get_error().strip().splitlines() or ["error"])[0][:300]
-
-
-__all__ = ["for_llguidance", "llguidance_error"]
+__all__ = ["for_llguidance"]
 
 
 class LarkSubset:
@@ -102,5 +85,4 @@ class LarkSubset:
         self.engine, self.convert, self.error = engine, convert, error
 
 
-LLGUIDANCE_LARK = LarkSubset("llguidance", for_llguidance, llguidance_error)
-__all__ += ["LLGUIDANCE_LARK", "LarkSubset"]
+__all__ += ["LarkSubset"]

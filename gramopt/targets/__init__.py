@@ -11,7 +11,8 @@ Measured reasons for each field are beside it (``benchmarks/results/bench-2026-1
 from __future__ import annotations
 
 from ..costmodels.objective import W_RECURSION
-from ..formats.lark_llguidance import LLGUIDANCE_LARK
+from ..engines.llguidance import lark_error as _llguidance_lark_error
+from ..formats.lark_llguidance import LarkSubset, for_llguidance
 from ..grammar import Grammar
 from .guard import GUARD as _NO_SLOWER, llamacpp_guard
 from .target import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE, Target
@@ -90,7 +91,7 @@ LLGUIDANCE = Target(
     schema_fallback="xgrammar",
     # its Lark has no priorities, no relative imports, and starts at `start`: 6 of 9 real
     # .lark files did not load as gramopt wrote them
-    lark_subset=LLGUIDANCE_LARK)
+    lark_subset=LarkSubset("llguidance", for_llguidance, _llguidance_lark_error))
 
 def _llamacpp_fixed_up(g: Grammar) -> Grammar:
     """The input as the llama.cpp target writes it without its e-graph: the fix-ups alone."""
