@@ -159,25 +159,26 @@ def compile_grammar(grammar: Grammar, atoms: tuple | None = None, letters: tuple
     )
 
 
-def _prune(prods, n: int, terms) -> list[tuple[int, tuple[int, ...]]]:
-    """Keep productions whose symbols are all productive, then those reachable from 0.
-    Production 0 (S' → S) stays first when it survives. Both are worklists (a production
-    is counted down once per nonterminal of its right-hand side; a nonterminal is expanded
-    once), so the cost is linear in the grammar, not in its size times its depth."""
-    productive = [False] * n
-    missing = []  # per production: nonterminal occurrences not yet known productive
+def _horn(prods, n: int, needs) -> tuple[list[bool], list[int]]:
+    """The least set of marked nonterminals closed under: A is marked when a production
+    A → r has every nonterminal of ``needs(r)`` marked (``needs`` returns None for a
+    production that never fires). A worklist: each production is counted down once per
+    nonterminal it needs, each nonterminal expanded once — linear in the grammar. Returns
+    (marked, per production the needs still missing: 0 when it fired, -1 when it never can)."""
+    marked = [False] * n
+    missing: list[int] = []
     waiting: list[list[int]] = [[] for _ in range(n)]  # nonterminal -> productions counting on it
     todo: list[int] = []
     for p, (a, r) in enumerate(prods):
-        if not all(s >= 0 or terms[~s] for s in r):
-            missing.append(-1)  # an empty terminal: never productive
+        need = needs(r)
+        if need is None:
+            missing.append(-1)
             continue
-        nts = [s for s in r if s >= 0]
-        missing.append(len(nts))
-        for s in nts:
+        missing.append(len(need))
+        for s in need:
             waiting[s].append(p)
-        if not nts and not productive[a]:
-            productive[a] = True
+        if not need and not marked[a]:
+            marked[a] = True
             todo.append(a)
     while todo:
         s = todo.pop()
@@ -185,9 +186,18 @@ def _prune(prods, n: int, terms) -> list[tuple[int, tuple[int, ...]]]:
             missing[p] -= 1
             if missing[p] == 0:
                 a = prods[p][0]
-                if not productive[a]:
-                    productive[a] = True
+                if not marked[a]:
+                    marked[a] = True
                     todo.append(a)
+    return marked, missing
+
+
+def _prune(prods, n: int, terms) -> list[tuple[int, tuple[int, ...]]]:
+    """Keep productions whose symbols are all productive (``_horn``: an empty terminal never
+    is), then those reachable from 0 (a worklist). Production 0 (S' → S) stays first when it
+    survives. Linear in the grammar, not in its size times its depth."""
+    _, missing = _horn(prods, n, lambda r: None if not all(s >= 0 or terms[~s] for s in r)
+                       else [s for s in r if s >= 0])
     prods = [(a, r) for p, (a, r) in enumerate(prods) if missing[p] == 0]
     by_lhs: list[list[int]] = [[] for _ in range(n)]
     for p, (a, _) in enumerate(prods):
@@ -206,32 +216,8 @@ def _prune(prods, n: int, terms) -> list[tuple[int, tuple[int, ...]]]:
 
 
 def _nullable(prods, n: int) -> tuple[bool, ...]:
-    """Nullable nonterminals: a worklist, as ``_prune``'s productive ones, over the
-    productions made only of nonterminals."""
-    out = [False] * n
-    missing = []
-    waiting: list[list[int]] = [[] for _ in range(n)]
-    todo: list[int] = []
-    for p, (a, r) in enumerate(prods):
-        if any(s < 0 for s in r):
-            missing.append(-1)
-            continue
-        missing.append(len(r))
-        for s in r:
-            waiting[s].append(p)
-        if not r and not out[a]:
-            out[a] = True
-            todo.append(a)
-    while todo:
-        s = todo.pop()
-        for p in waiting[s]:
-            missing[p] -= 1
-            if missing[p] == 0:
-                a = prods[p][0]
-                if not out[a]:
-                    out[a] = True
-                    todo.append(a)
-    return tuple(out)
+    """Nullable nonterminals (``_horn`` over the productions made only of nonterminals)."""
+    return tuple(_horn(prods, n, lambda r: None if any(s < 0 for s in r) else list(r))[0])
 
 
 # ---------------------------------------------------------------- alphabet classes
