@@ -17,7 +17,8 @@ import pytest
 from gramopt import targets
 from gramopt.cli import main
 from gramopt.formats import parse, write
-from gramopt.formats.lark_llguidance import for_llguidance, llguidance_error
+from gramopt.engines.llguidance import lark_error as llguidance_error
+from gramopt.formats.lark_llguidance import for_llguidance
 from gramopt.formats.lark_maybe import Maybe
 from gramopt.grammar import Repeat, Terminal
 

@@ -99,11 +99,12 @@ def guarded(max_seconds: float | None = None, max_memory: str | None = None):
         while not stop.wait(SAMPLE_SECONDS):
             if limit_bytes is not None and not reached and resident_bytes() > limit_bytes:
                 reached.append(f"stopped at --max-memory {max_memory} ({_size(resident_bytes())} resident) "
-                               f"during {current()}")
+                               f"during {current(threading.main_thread())}")
                 os.kill(os.getpid(), signal.SIGUSR1)
             late = deadline is not None and time.monotonic() > deadline
             if (reached or late) and not stop.wait(GRACE_SECONDS):  # the main thread did not stop
-                why = reached[0] if reached else f"stopped at --max-seconds {max_seconds:g} during {current()}"
+                why = reached[0] if reached else (f"stopped at --max-seconds {max_seconds:g} during "
+                                                  f"{current(threading.main_thread())}")
                 os.write(2, f"gramopt: error: {why}; nothing written\n".encode())
                 os._exit(EXIT_USAGE)
 
