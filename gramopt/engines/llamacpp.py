@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-from ..cachedir import cache_dir
+from ..runtime.cachedir import cache_dir
 from ..formats import write
 from ..grammar import Grammar, GrammarError
 from .base import Engine, EngineError, EngineMatcher

@@ -11,9 +11,9 @@ classes), subtrees (a state's classes below a big trie node), matcher (the decod
 and imported only when used). Serving: batch (BatchMatcher: many rows' masks on a thread
 pool), jump_forward (forced text), limits (chart caps, RuntimeLimitError), kernels
 (apply_token_bitmask_inplace, one backend per file). jit (the kernels' decorator: one
-specialization each, cached under ``$GRAMOPT_CACHE/numba``, gramopt.cachedir), warm
+specialization each, cached under ``$GRAMOPT_CACHE/numba``, gramopt.runtime.cachedir), warm
 (``python -m gramopt.runtime.warm``: compile them ahead of first use). Stands on
-gramopt.grammar (and gramopt.cachedir, the cache folder) alone; never imports egglog.
+gramopt.grammar alone (its cache folder is runtime.cachedir, standard library only); never imports egglog.
 
 Speed, all exact (masks equal the plain algorithm's, ``Matcher(mode="walk")``):
   * JIT: ``Matcher()`` builds the automata only; a state's token classes are built when

@@ -31,7 +31,7 @@ import threading
 from numba import njit, types
 from numba.core import caching
 
-from ..cachedir import cache_dir, writable_folder
+from .cachedir import cache_dir, writable_folder
 
 NOTE_AFTER_S = 1.0  # a compile running this long gets a note on stderr
 
