@@ -102,13 +102,6 @@ def _env():
     return Env(Vocab.qwen())
 
 
-@lru_cache(maxsize=1)
-def _byte_ids() -> tuple[dict[bytes, int], int]:
-    v = _env().vocab
-    ids = {b: i for i, b in enumerate(v.token_bytes) if b}
-    return ids, max(map(len, ids))
-
-
 def encode(data: bytes) -> list[int]:
     """Qwen token ids of ``data``: its BPE for UTF-8 text, else greedy longest match over the
     token bytes (every byte is a Qwen token). ValueError when the vocabulary cannot spell it."""
@@ -117,18 +110,7 @@ def encode(data: bytes) -> list[int]:
         return env.tokenizer.encode(data.decode("utf-8"))
     except UnicodeDecodeError:
         pass
-    ids, longest = _byte_ids()
-    out, i = [], 0
-    while i < len(data):
-        for n in range(min(longest, len(data) - i), 0, -1):
-            t = ids.get(data[i:i + n])
-            if t is not None:
-                out.append(t)
-                i += n
-                break
-        else:
-            raise ValueError(f"no token spells byte {data[i]:#x}")
-    return out
+    return env.tokenizer.greedy(data)  # TokenizeError is a ValueError
 
 
 @lru_cache(maxsize=4)

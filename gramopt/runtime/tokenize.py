@@ -26,7 +26,12 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         if self.encoder is not None:
             return list(self.encoder.encode(text, allowed_special=set()))
-        data, out, i = text.encode("utf-8"), [], 0
+        return self.greedy(text.encode("utf-8"))
+
+    def greedy(self, data: bytes) -> list[int]:
+        """Greedy longest match of ``data`` over the token bytes (also bytes that are not
+        UTF-8, which a BPE over text cannot take); TokenizeError when a byte has no token."""
+        out, i = [], 0
         while i < len(data):
             for n in range(min(self._longest, len(data) - i), 0, -1):
                 tid = self._ids.get(data[i:i + n])
