@@ -80,6 +80,72 @@ def convert(schema_path: str, form: str, work: str) -> tuple[str | None, str]:
     return out, ""
 
 
+def convert_all(paths: list[str], forms: list[str], work: str) -> dict:
+    """Every schema converted by every form's converter, in a child process (this process stays
+    lean: a child's peak RSS as ``os.wait4`` reports it includes what it was forked from, and
+    the converters import xgrammar and llama-cpp-python). {(path, form): (src or None, why)}."""
+    todo = os.path.join(work, "convert.json")
+    with open(todo, "w", encoding="utf-8") as f:
+        json.dump({"paths": paths, "forms": forms, "work": work}, f)
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--convert-only", todo], check=True)
+    done = json.load(open(todo + ".out", encoding="utf-8"))
+    return {(p, f): tuple(done[f"{f}\t{p}"]) for p in paths for f in forms}
+
+
+def _convert_only(todo: str) -> int:
+    job = json.load(open(todo, encoding="utf-8"))
+    done = {f"{f}\t{p}": convert(p, f, job["work"]) for p in job["paths"] for f in job["forms"]}
+    with open(todo + ".out", "w", encoding="utf-8") as f:
+        json.dump(done, f)
+    return 0
+
+
+def optimize_batch(srcs: list[str], target: str, work: str, tag: str, timeout: int) -> dict:
+    """``gramopt optimize FOLDER -o OUTFOLDER --target target -j 1``: the build-step way, one
+    worker that loads the engines once. {src: row} with exit code (0 when the output was
+    written, else the code the batch names for the item), the output's path; the batch's total
+    wall / CPU seconds and peak RSS are in every row (``batch_*``)."""
+    import shutil
+    indir, outdir = os.path.join(work, "in", tag), os.path.join(work, "out", tag)
+    shutil.rmtree(indir, ignore_errors=True)
+    shutil.rmtree(outdir, ignore_errors=True)
+    os.makedirs(indir)
+    for s in srcs:
+        shutil.copy(s, os.path.join(indir, os.path.basename(s)))
+    cmd = [sys.executable, "-m", "gramopt", "optimize", indir, "-o", outdir, "--target", target, "-j", "1",
+           "--cache", os.path.join(work, "cache", tag)]
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        timer = threading.Timer(timeout * max(1, len(srcs)), p.kill)
+        timer.start()
+        _, status, ru = os.wait4(p.pid, 0)
+        timer.cancel()
+        wall = time.perf_counter() - t0
+        err.seek(0)
+        lines = err.read().decode("utf-8", "replace").splitlines()
+    total = {"batch_rc": os.waitstatus_to_exitcode(status), "batch_wall_s": wall,
+             "batch_cpu_s": ru.ru_utime + ru.ru_stime, "batch_rss_mb": ru.ru_maxrss / 1024, "batch_items": len(srcs)}
+    rows = {}
+    for s in srcs:
+        base = os.path.basename(s)
+        stem = base.rsplit(".", 1)[0]
+        outs = [os.path.join(outdir, x) for x in os.listdir(outdir) if x.rsplit(".", 1)[0] == stem] \
+            if os.path.isdir(outdir) else []
+        said = [x for x in lines if base in x]
+        row = dict(total, stderr=said[-1][:200] if said else "")
+        secs = __import__("re").findall(r"\(([0-9.]+) s\)\s*$", said[-1]) if said else []
+        if secs:
+            row["item_s"] = float(secs[-1])  # the batch's own per-item wall time
+        if outs:
+            row.update(rc=0, out=outs[0])
+        else:
+            codes = [int(c) for c in __import__("re").findall(r"exit (\d+)", " ".join(said))]
+            row["rc"] = codes[-1] if codes else total["batch_rc"] or "missing"
+        rows[s] = row
+    return rows
+
+
 def optimize_item(src: str, target: str, work: str, timeout: int) -> dict:
     """``gramopt optimize src -o OUT --target target`` in its own process: exit code, wall / CPU
     seconds and peak RSS (MB) of that process (``os.wait4``), the output's path and the last
@@ -227,8 +293,22 @@ def step(loader, engine, forms, toks, eos, repeats):
     return times, diff, verdict
 
 
+def engine_key(engine: str, text_a: str, text_b: str, tests: list, settings: tuple) -> str:
+    """What an engine row depends on: the engine and its version, both texts, the instances and
+    the stepping settings (a rerun after a code change re-steps only the items whose output changed)."""
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, version
+    pkg = {"xgrammar": "xgrammar", "llguidance": "llguidance", "llama.cpp": "llama-cpp-python"}[engine]
+    try:
+        v = version(pkg)
+    except PackageNotFoundError:
+        v = "?"
+    blob = json.dumps([engine, v, text_a, text_b, tests, list(settings)], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
 def measure_engines(loader, item: dict, tests: list, engines, repeats: int, max_tokens: int,
-                    slow_instances: int = 2) -> dict:
+                    slow_instances: int = 2, cache: dict | None = None, cache_fh=None) -> dict:
     """Per engine: loads (input / output), per-mask percentiles of input, copy and output,
     the first differing step, and the verdicts before / after. Where the input's first mask
     takes over 5 ms (llama.cpp's form in xgrammar), only ``slow_instances`` instances are
@@ -244,55 +324,66 @@ def measure_engines(loader, item: dict, tests: list, engines, repeats: int, max_
     for e in engines:
         if e not in loader.adapters:
             continue
-        from gramopt.engines import EngineError
-        row = {}
-        try:
-            ca, how = loader.load(e, text_a, da)
-            cc, _ = loader.load(e, text_a, da)
-        except EngineError as ex:
-            out[e] = {"input_loads": False, "why": str(ex)[:160]}
+        key = engine_key(e, text_a, text_b, tests, (repeats, max_tokens, slow_instances))
+        if cache is not None and key in cache:
+            out[e] = dict(cache[key], cached=True)
             continue
-        try:
-            cb, how_b = loader.load(e, text_b, db)
-        except EngineError as ex:
-            out[e] = {"input_loads": True, "output_loads": False, "why": str(ex)[:160]}
-            continue
-        row.update(input_loads=True, output_loads=True, how=how, how_out=how_b, identical=identical)
-        probe = loader.matcher(e, ca)
-        t = time.perf_counter()
-        probe.fill(np.zeros((len(loader.env.vocab) + 31) // 32, np.int32))
-        slow = time.perf_counter() - t > 5e-3
-        e_tests, e_repeats = (tests[:slow_instances], min(repeats, 1)) if slow else (tests, repeats)
-        ta, tc, tb = [], [], []
-        first_diff, aa_diff, changed = None, None, []
-        n_steps = 0
-        for k, (data, valid) in enumerate(e_tests):
-            toks = loader.env.tokenizer.encode(json.dumps(data, ensure_ascii=False))
-            cut = len(toks) > max_tokens
-            toks = toks[:max_tokens]
-            times, diff, verdict = step(loader, e, [ca, cc, cb], toks, None if cut else eos,
-                                        0 if identical else e_repeats)
-            n_steps += len(toks)
-            if diff["output"] is not None and first_diff is None:
-                first_diff = f"instance {k} step {diff['output']}"
-            if diff["copy"] is not None and aa_diff is None:
-                aa_diff = f"instance {k} step {diff['copy']}"
-            if not cut and verdict[0] != verdict[2]:
-                changed.append(f"instance {k} ({'valid' if valid else 'invalid'}): "
-                               f"{'accepted' if verdict[0] else 'rejected'} -> {'accepted' if verdict[2] else 'rejected'}")
-            if times:
-                ta += list(times[0])
-                tc += list(times[1])
-                tb += list(times[2])
-        row.update(steps=n_steps, mask_diff=first_diff, aa_mask_diff=aa_diff, verdicts_changed=changed,
-                   instances=len(e_tests), slow=slow)
-        if ta:
-            for name, xs in (("in", ta), ("aa", tc), ("out", tb)):
-                a = np.array(xs) * 1e6
-                row[name] = {q: float(np.percentile(a, p)) for q, p in (("p50", 50), ("p95", 95), ("p99", 99))}
-                row[name]["max"] = float(a.max())
-        out[e] = row
+        out[e] = _measure_engine(loader, e, text_a, text_b, da, db, identical, eos, tests, repeats, max_tokens,
+                                 slow_instances)
+        if cache_fh is not None:
+            cache_fh.write(json.dumps({"key": key, "row": out[e]}) + "\n")
+            cache_fh.flush()
     return out
+
+
+def _measure_engine(loader, e, text_a, text_b, da, db, identical, eos, tests, repeats, max_tokens, slow_instances):
+    """One engine's row of ``measure_engines``."""
+    from gramopt.engines import EngineError
+    row = {}
+    try:
+        ca, how = loader.load(e, text_a, da)
+        cc, _ = loader.load(e, text_a, da)
+    except EngineError as ex:
+        return {"input_loads": False, "why": str(ex)[:160]}
+    try:
+        cb, how_b = loader.load(e, text_b, db)
+    except EngineError as ex:
+        return {"input_loads": True, "output_loads": False, "why": str(ex)[:160]}
+    row.update(input_loads=True, output_loads=True, how=how, how_out=how_b, identical=identical)
+    probe = loader.matcher(e, ca)
+    t = time.perf_counter()
+    probe.fill(np.zeros((len(loader.env.vocab) + 31) // 32, np.int32))
+    slow = time.perf_counter() - t > 5e-3
+    e_tests, e_repeats = (tests[:slow_instances], min(repeats, 1)) if slow else (tests, repeats)
+    ta, tc, tb = [], [], []
+    first_diff, aa_diff, changed = None, None, []
+    n_steps = 0
+    for k, (data, valid) in enumerate(e_tests):
+        toks = loader.env.tokenizer.encode(json.dumps(data, ensure_ascii=False))
+        cut = len(toks) > max_tokens
+        toks = toks[:max_tokens]
+        times, diff, verdict = step(loader, e, [ca, cc, cb], toks, None if cut else eos,
+                                    0 if identical else e_repeats)
+        n_steps += len(toks)
+        if diff["output"] is not None and first_diff is None:
+            first_diff = f"instance {k} step {diff['output']}"
+        if diff["copy"] is not None and aa_diff is None:
+            aa_diff = f"instance {k} step {diff['copy']}"
+        if not cut and verdict[0] != verdict[2]:
+            changed.append(f"instance {k} ({'valid' if valid else 'invalid'}): "
+                           f"{'accepted' if verdict[0] else 'rejected'} -> {'accepted' if verdict[2] else 'rejected'}")
+        if times:
+            ta += list(times[0])
+            tc += list(times[1])
+            tb += list(times[2])
+    row.update(steps=n_steps, mask_diff=first_diff, aa_mask_diff=aa_diff, verdicts_changed=changed,
+               instances=len(e_tests), slow=slow)
+    if ta:
+        for name, xs in (("in", ta), ("aa", tc), ("out", tb)):
+            a = np.array(xs) * 1e6
+            row[name] = {q: float(np.percentile(a, p)) for q, p in (("p50", 50), ("p95", 95), ("p99", 99))}
+            row[name]["max"] = float(a.max())
+    return row
 
 
 # ---------------------------------------------------------------- tables
@@ -321,16 +412,25 @@ def summarize(rows: list[dict], engines) -> str:
         rc = [r["rc"] for r in conv]
         ok = [r for r in conv if r["rc"] == 0]
         ident = sum(1 for r in ok if r.get("identical"))
-        wall = [r["wall_s"] for r in conv]
-        cpu = [r["cpu_s"] for r in conv]
-        rss = [r["rss_mb"] for r in conv]
+        if conv and "batch_cpu_s" in conv[0]:  # one batch process per run: its totals, per item
+            b = conv[0]
+            n = max(1, b["batch_items"])
+            item = [r["item_s"] for r in conv if "item_s" in r]
+            cost = (f"batch: per item {pct(item, 50):.2f} / {pct(item, 95):.2f} / {max(item, default=float('nan')):.2f} "
+                    f"(total {b['batch_wall_s']:.0f}) | "
+                    f"{b['batch_cpu_s'] / n:.2f} per item | {b['batch_rss_mb']:.0f} (the batch process) |")
+        else:
+            wall = [r["wall_s"] for r in conv]
+            cpu = [r["cpu_s"] for r in conv]
+            rss = [r["rss_mb"] for r in conv]
+            cost = (f"{pct(wall, 50):.2f} / {pct(wall, 95):.2f} / {max(wall, default=float('nan')):.2f} | "
+                    f"{pct(cpu, 50):.2f} | {pct(rss, 50):.0f} / {pct(rss, 95):.0f} / "
+                    f"{max(rss, default=float('nan')):.0f} |")
         rin = [r["rules_in"] for r in ok if r.get("rules_in")]
         rout = [r["rules_out"] for r in ok if r.get("rules_out")]
         lines.append(f"| {run} | {len(rs)} | {len(conv)} | {rc.count(0)} | {rc.count(2)} | {rc.count(3)} | "
                      f"{sum(1 for x in rc if x not in (0, 2, 3))} | {ident} | "
-                     f"{pct(rin, 50):.0f}→{pct(rout, 50):.0f} | {pct(wall, 50):.2f} / {pct(wall, 95):.2f} / "
-                     f"{max(wall, default=float('nan')):.2f} | {pct(cpu, 50):.2f} | {pct(rss, 50):.0f} / "
-                     f"{pct(rss, 95):.0f} / {max(rss, default=float('nan')):.0f} |")
+                     f"{pct(rin, 50):.0f}→{pct(rout, 50):.0f} | {cost}")
     lines.append("\n## In the engines (Qwen vocabulary; ratio = input / output per-mask time, > 1 faster)\n")
     lines.append("| run | engine | outputs loaded / input loads | timed (changed) | mask diffs (A/A) | "
                  "verdict changes | p95 ratio geomean | p50 ratio geomean | slower at p95 beyond noise | "
@@ -390,11 +490,20 @@ def main(argv=None) -> int:
     ap.add_argument("--summary", default="", help="print the tables of an existing rows.jsonl")
     ap.add_argument("--reuse", action="store_true",
                     help="keep the optimize rows already in OUT/optimize.jsonl (an interrupted run goes on)")
+    ap.add_argument("--phase1", choices=("process", "batch"), default="process",
+                    help="process: one `gramopt optimize FILE` per item (a CLI user; per-item time and memory); "
+                         "batch: one `gramopt optimize FOLDER -j 1` per run (a build step; totals only)")
+    ap.add_argument("--engine-cache", default="",
+                    help="a JSONL of engine rows keyed by (engine, input, output texts, settings): an "
+                         "item whose texts were measured before is not stepped again")
+    ap.add_argument("--convert-only", default="", help=argparse.SUPPRESS)
     ap.add_argument("--slow-engine-instances", type=int, default=2,
                     help="instances per schema where the input's first mask takes over 5 ms (llama.cpp's "
                          "form in xgrammar: ~50 ms a mask)")
     a = ap.parse_args(argv)
     engines = [e for e in a.engines.split(",") if e]
+    if a.convert_only:
+        return _convert_only(a.convert_only)
     if a.summary:
         rows = [json.loads(x) for x in open(a.summary, encoding="utf-8")]
         print(summarize(rows, engines or ["xgrammar", "llguidance", "llama.cpp"]))
@@ -417,6 +526,16 @@ def main(argv=None) -> int:
     if a.reuse and os.path.exists(phase1):
         done = {(r["schema"], r["run"]): r for r in map(json.loads, open(phase1, encoding="utf-8"))}
     fh1 = open(phase1, "a" if a.reuse else "w", encoding="utf-8")
+    conv = convert_all(paths, sorted({f for _, f in runs}), work)
+    todo = [(p, t, f) for p in paths for t, f in runs
+            if (os.path.basename(p)[:-5], f"{t}@{f}") not in done]
+    batched = {}
+    if a.phase1 == "batch":
+        for t, f in runs:
+            srcs = [conv[(p, f)][0] for p, tt, ff in todo if (tt, ff) == (t, f) and conv[(p, f)][0]]
+            if srcs:
+                print(f"optimize: batch {t}@{f}, {len(srcs)} items", file=sys.stderr, flush=True)
+                batched.update({(s_, t): r for s_, r in optimize_batch(srcs, t, work, f"{t}@{f}", a.timeout).items()})
     for i, p in enumerate(paths):
         name = os.path.basename(p)[:-5]
         for target, form in runs:
@@ -424,14 +543,13 @@ def main(argv=None) -> int:
                 rows.append(done[(name, f"{target}@{form}")])
                 continue
             row = {"schema": name, "run": f"{target}@{form}", "rc": None, "path": p}
-            src, why = convert(p, form, work)
+            src, why = conv[(p, form)]
             if src is None:
                 row["why"] = why
             else:
-                res = optimize_item(src, target, work, a.timeout)
-                row.update(src=src, rc=res["rc"], wall_s=res["wall_s"], cpu_s=res["cpu_s"],
-                           rss_mb=res["rss_mb"], stderr=res["stderr"])
-                if res["out"]:
+                res = batched.get((src, target)) or optimize_item(src, target, work, a.timeout)
+                row.update(src=src, **{k: v for k, v in res.items() if k != "out"})
+                if res.get("out"):
                     row["out"] = res["out"]
                     try:
                         row["rules_in"] = len(read(src).rules)
@@ -454,13 +572,22 @@ def main(argv=None) -> int:
     print(f"engines: {', '.join(e for e in engines if e in loader.adapters)} (missing: "
           f"{', '.join(e for e in engines if e not in loader.adapters) or 'none'})", file=sys.stderr)
     rows_path = os.path.join(out, "rows.jsonl")
+    cache, cache_fh = None, None
+    if a.engine_cache:
+        cache = {}
+        if os.path.exists(a.engine_cache):
+            for x in open(a.engine_cache, encoding="utf-8"):
+                if x.strip():
+                    r = json.loads(x)
+                    cache[r["key"]] = r["row"]
+        cache_fh = open(a.engine_cache, "a", encoding="utf-8")
     t0 = time.perf_counter()
     with open(rows_path, "w", encoding="utf-8") as fh:
         for i, row in enumerate(rows):
             if row.get("out"):
                 tests = sorted(load_schemas(row["path"])[0].tests, key=lambda t: not t[1])[: a.max_instances]
                 row["engines"] = measure_engines(loader, row, tests, engines, a.repeats, a.max_tokens,
-                                                 a.slow_engine_instances)
+                                                 a.slow_engine_instances, cache, cache_fh)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             print(f"\rengines: {i + 1}/{len(rows)} items, {time.perf_counter() - t0:.0f} s", end="",
