@@ -48,10 +48,10 @@ def main() -> int:
     from gramopt.grammar import GrammarError
     from gramopt.passes import optimize
     from gramopt.runtime import RuntimeGrammarError, Vocab
-    from gramopt.runtime.decode import Sampling, resolve_device
-    from gramopt.runtime.model import TinyCausalLM, prior_from_texts
+    from gramopt.decoding.loop import Sampling, resolve_device
+    from gramopt.decoding.model import TinyCausalLM, prior_from_texts
     from gramopt.engines import oracle_engines
-    from gramopt.verify.lockstep import decode_check
+    from gramopt.decoding.lockstep import decode_check
 
     device = resolve_device(args.device)
     if device.type == "cpu":

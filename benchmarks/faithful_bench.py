@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from gramopt.runtime import Matcher
-from gramopt.runtime.model import TinyCausalLM
+from gramopt.decoding.model import TinyCausalLM
 from gramopt.sampling import Exact, MonteCarlo, OneStep, Uniform, ValueTree, decode, speculative_decode
 from gramopt.sampling.law import sampler_law
 from gramopt.sampling.measure import bootstrap_tv, expectation, mean_of, noise_floor, sample_target, tv

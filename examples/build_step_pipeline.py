@@ -66,8 +66,8 @@ def main() -> int:
     from gramopt.formats import read
     from gramopt.runtime import Matcher, Vocab
     from gramopt.engines import xgrammar as xgrammar_engine
-    from gramopt.runtime.decode import EngineGuide, GramoptEngine, Sampling, generate, resolve_device
-    from gramopt.runtime.model import TinyCausalLM, prior_from_texts
+    from gramopt.decoding.loop import EngineGuide, GramoptEngine, Sampling, generate, resolve_device
+    from gramopt.decoding.model import TinyCausalLM, prior_from_texts
     from gramopt.verify import Recognizer
 
     device = resolve_device("auto")

@@ -35,10 +35,10 @@ def main() -> int:
     from gramopt.formats import read, write
     from gramopt.passes import optimize
     from gramopt.runtime import Vocab
-    from gramopt.runtime.decode import Sampling, resolve_device
-    from gramopt.runtime.model import TinyCausalLM, prior_from_texts
+    from gramopt.decoding.loop import Sampling, resolve_device
+    from gramopt.decoding.model import TinyCausalLM, prior_from_texts
     from gramopt.engines import oracle_engines
-    from gramopt.verify.lockstep import decode_check
+    from gramopt.decoding.lockstep import decode_check
 
     grammar = read(args.grammar)
     result = optimize(grammar)

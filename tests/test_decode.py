@@ -10,9 +10,9 @@ torch = pytest.importorskip("torch")
 
 from gramopt.formats import parse  # noqa: E402
 from gramopt.runtime import Matcher, Vocab  # noqa: E402
-from gramopt.runtime.decode import (EngineGuide, GramoptEngine, Sampling, generate, kernel_nogil,  # noqa: E402
+from gramopt.decoding.loop import (EngineGuide, GramoptEngine, Sampling, generate, kernel_nogil,  # noqa: E402
                                     resolve_device, sample)
-from gramopt.runtime.model import HFCausalLM, TinyCausalLM, unigram_prior  # noqa: E402
+from gramopt.decoding.model import HFCausalLM, TinyCausalLM, unigram_prior  # noqa: E402
 from gramopt.verify import Recognizer  # noqa: E402
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

@@ -141,8 +141,8 @@ def test_lockstep_llamacpp_is_compared_with_itself_on_the_original(small_vocab):
     from gramopt.engines import oracle_engines
     from gramopt.formats import parse
     from gramopt.passes import optimize
-    from gramopt.runtime.model import TinyCausalLM
-    from gramopt.verify.lockstep import lockstep
+    from gramopt.decoding.model import TinyCausalLM
+    from gramopt.decoding.lockstep import lockstep
     g = parse(LOCK, "gbnf")
     opt = optimize(g, target="llama.cpp").grammar
     assert opt != g

@@ -43,3 +43,19 @@ def test_the_checker_sees_a_cycle(tmp_path):
     (pkg / "a.py").write_text("from . import b\n")
     (pkg / "b.py").write_text("def f():\n    from . import a\n")
     assert import_graph.graph(str(pkg.parent))["cycles"] == [["gramopt.grammar.a", "gramopt.grammar.b"]]
+
+
+def test_the_checker_keeps_verify_and_runtime_below_decoding(tmp_path):
+    """verify stands on grammar alone and runtime is the mask engine: a function-level import of
+    the decoding loop from either is reported; decoding importing both is not."""
+    pkg = tmp_path / "gramopt"
+    for sub in ("grammar", "runtime", "verify", "decoding"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "decoding" / "loop.py").write_text("from ..runtime import m\nfrom ..verify import r\n")
+    (pkg / "runtime" / "m.py").write_text("def f():\n    from ..decoding import loop\n")
+    (pkg / "verify" / "r.py").write_text("def f():\n    from ..runtime import m\n")
+    g = import_graph.graph(str(pkg))
+    assert g["upward"] == [("gramopt.runtime.m", "gramopt.decoding.loop"), ("gramopt.verify.r", "gramopt.runtime.m")]
+    assert g["function_level_edges"] == 2

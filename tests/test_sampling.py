@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gramopt.runtime import Matcher  # noqa: E402
-from gramopt.runtime.model import TinyCausalLM  # noqa: E402
+from gramopt.decoding.model import TinyCausalLM  # noqa: E402
 from gramopt.sampling import (Exact, ExactTooLarge, MonteCarlo, OneStep, Step, Uniform, ValueTree,  # noqa: E402
                               allowed_tokens, decode, make_estimator, reweight, speculative_decode)
 from gramopt.sampling.law import sampler_law  # noqa: E402
@@ -383,7 +383,7 @@ def test_every_matcher_backend_gives_the_same_sampler(dyck, backend):
 
 
 def test_generate_hook_samples_the_target(dyck):
-    from gramopt.runtime.decode import EngineGuide, GramoptEngine, generate
+    from gramopt.decoding.loop import EngineGuide, GramoptEngine, generate
     from gramopt.sampling import FaithfulLogits
 
     def run(faithful, n=600):

@@ -68,7 +68,7 @@ def test_tool_calls_decode_with_tiny_model_and_masks_match_xgrammar():
     transcript, seed 2 samples freely from the start."""
     torch = pytest.importorskip("torch")
     xgr = pytest.importorskip("xgrammar")
-    from gramopt.runtime.model import TinyCausalLM
+    from gramopt.decoding.model import TinyCausalLM
     try:
         vocab = Vocab.qwen()
     except FileNotFoundError:

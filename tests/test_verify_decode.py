@@ -1,4 +1,4 @@
-"""The lockstep decoding check (gramopt.verify.lockstep) and ``gramopt verify``.
+"""The lockstep decoding check (gramopt.decoding.lockstep) and ``gramopt verify``.
 
 A planted wrong "optimized" grammar (a byte removed from a class used at the first step)
 is caught at step 0 whatever is sampled; the optimizer's own outputs for corpus grammars
@@ -22,9 +22,9 @@ from gramopt.formats import parse, read  # noqa: E402
 from gramopt.engines import oracle_engines  # noqa: E402
 from gramopt.passes import optimize  # noqa: E402
 from gramopt.runtime import Vocab  # noqa: E402
-from gramopt.runtime.decode import Sampling  # noqa: E402
-from gramopt.runtime.model import TinyCausalLM, prior_from_texts  # noqa: E402
-from gramopt.verify.lockstep import (LockstepGuide, decode_check, lockstep,  # noqa: E402
+from gramopt.decoding.loop import Sampling  # noqa: E402
+from gramopt.decoding.model import TinyCausalLM, prior_from_texts  # noqa: E402
+from gramopt.decoding.lockstep import (LockstepGuide, decode_check, lockstep,  # noqa: E402
                                      mask_difference)
 
 XGR = oracle_engines()  # xgrammar as an independent oracle, when installed
@@ -86,7 +86,7 @@ def test_mask_difference_ignores_bits_past_the_vocabulary():
 def test_termination_disagreement_is_caught(bvocab):
     """An engine that accepts the token but disagrees about termination is reported."""
     from gramopt.runtime import Matcher
-    from gramopt.runtime.decode import GramoptEngine
+    from gramopt.decoding.loop import GramoptEngine
 
     class Liar(GramoptEngine):
         def is_terminated(self):
@@ -225,7 +225,7 @@ def test_cli_decode_catches_null_to_nul_that_a_short_decode_misses(tmp_path, cap
 
 def test_an_engine_error_of_the_optimized_grammar_fails_the_check():
     from gramopt.cli.verify import optimized_engine_errors
-    from gramopt.verify.lockstep import ENGINE_ERROR, Mismatch
+    from gramopt.decoding.lockstep import ENGINE_ERROR, Mismatch
 
     class R:
         def __init__(self, ms):
@@ -307,7 +307,7 @@ def test_xgrammar_difference_is_arbitrated_by_the_reference_recognizer(bvocab):
     the engine's own error (here: a token it leaves out, though prefix + token is viable)
     does not fail the check; a difference where the engine is right (gramopt allows a
     token that leads nowhere) does."""
-    from gramopt.verify.lockstep import ENGINE_ERROR, DecodeReport, LockstepResult, Mismatch, reference_arbiter
+    from gramopt.decoding.lockstep import ENGINE_ERROR, DecodeReport, LockstepResult, Mismatch, reference_arbiter
     g = parse('root ::= "a" root "b" | ""', "gbnf")
     right = reference_arbiter(g, bvocab)
     a, b, eos = bvocab.token_bytes.index(b"a"), bvocab.token_bytes.index(b"b"), bvocab.eos_ids[0]
@@ -325,7 +325,7 @@ def test_xgrammar_difference_is_arbitrated_by_the_reference_recognizer(bvocab):
 
 
 def test_guide_records_the_verdict(bvocab):
-    from gramopt.verify.lockstep import ENGINE_ERROR, Mismatch, reference_arbiter
+    from gramopt.decoding.lockstep import ENGINE_ERROR, Mismatch, reference_arbiter
     g = parse('root ::= "a" root "b" | ""', "gbnf")
     guide = LockstepGuide([], {"xgrammar:original": []}, bvocab, arbiter=reference_arbiter(g, bvocab))
     b = bvocab.token_bytes.index(b"b")

@@ -13,11 +13,11 @@ torch = pytest.importorskip("torch")
 from gramopt.cli import main  # noqa: E402
 from gramopt.formats import parse  # noqa: E402
 from gramopt.runtime import Vocab  # noqa: E402
-from gramopt.runtime.model import ForcedLM, TinyCausalLM  # noqa: E402
+from gramopt.decoding.model import ForcedLM, TinyCausalLM  # noqa: E402
 from gramopt.verify import Recognizer  # noqa: E402
 from gramopt.verify.coverage import productions_exercised  # noqa: E402
 from gramopt.verify.derivations import derived_texts  # noqa: E402
-from gramopt.verify.lockstep import decode_check  # noqa: E402
+from gramopt.decoding.lockstep import decode_check  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "gbnf"
 SMALL = 'root ::= "a" x | "b" y\nx ::= "c" | "d"\ny ::= "e"\n'

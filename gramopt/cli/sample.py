@@ -74,8 +74,8 @@ def run(args) -> int:
         import torch  # noqa: F401
     except ImportError:
         raise GrammarError("sample needs torch (pip install gramopt[torch])") from None
+    from ..decoding.loop import resolve_device
     from ..runtime import Matcher, RuntimeGrammarError
-    from ..runtime.decode import resolve_device
     from ..sampling import ExactTooLarge, decode, make_estimator
     from .verify import _model, _sample_texts, _vocab
 

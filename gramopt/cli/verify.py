@@ -102,10 +102,10 @@ def run(args) -> int:
         import torch
     except ImportError:
         raise GrammarError("--decode needs torch (pip install gramopt[torch])") from None
-    from ..runtime import RuntimeGrammarError
-    from ..runtime.decode import Sampling, resolve_device
+    from ..decoding.lockstep import decode_check
+    from ..decoding.loop import Sampling, resolve_device
     from ..engines import oracle_engines
-    from ..verify.lockstep import decode_check
+    from ..runtime import RuntimeGrammarError
     try:
         device = resolve_device(args.device)
     except RuntimeError as e:
@@ -220,7 +220,7 @@ def _sample_texts(args) -> list[str]:
 def _model(args, vocab, device, texts):
     from ..grammar import GrammarError
     if args.model:
-        from ..runtime.model import load_hf_model
+        from ..decoding.model import load_hf_model
         try:
             m = load_hf_model(args.model, str(device))
         except Exception as e:  # noqa: BLE001 - transformers raises many kinds
@@ -228,7 +228,7 @@ def _model(args, vocab, device, texts):
         if m.vocab_size < len(vocab):
             raise GrammarError(f"the model has {m.vocab_size} logits, the vocabulary {len(vocab)} tokens")
         return m, os.path.basename(os.path.normpath(args.model))
-    from ..runtime.model import TinyCausalLM, prior_from_texts
+    from ..decoding.model import TinyCausalLM, prior_from_texts
     prior = prior_from_texts(vocab, texts) if texts else None
     name = f"tiny seeded transformer{f' + prior of {len(texts)} sample(s)' if texts else ''}"
     return TinyCausalLM(len(vocab), seed=0, device=device, token_prior=prior), name

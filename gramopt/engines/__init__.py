@@ -21,7 +21,7 @@ ENGINES: dict[str, type[Engine]] = {e.name: e for e in (GramoptRuntime, Xgrammar
 
 
 def oracle_engines(names=("xgrammar",)) -> list:
-    """The installed engines among ``names`` as lockstep oracles (``gramopt.verify.lockstep``):
+    """The installed engines among ``names`` as lockstep oracles (``gramopt.decoding.lockstep``):
     objects with ``name``, ``compile(grammar, vocab)`` and ``matcher(compiled)``; an oracle
     with ``own_reference`` (llama.cpp) is compared with itself on the original grammar."""
     from . import llamacpp, xgrammar

@@ -51,7 +51,7 @@ class Env:
 
 class EngineMatcher:
     """One decoding row of an engine: the interface the decoding loop and the lockstep check
-    use (``gramopt.runtime.decode``). Records seconds per call in ``fill_s`` / ``accept_s``."""
+    use (``gramopt.decoding.loop``). Records seconds per call in ``fill_s`` / ``accept_s``."""
 
     kind = ""
 

@@ -32,7 +32,7 @@ class GramoptRuntime(Engine):
 
     def matcher(self, table):
         from ..runtime import Matcher
-        from ..runtime.decode import GramoptEngine  # imports torch: only when decoding
+        from ..decoding.loop import GramoptEngine  # imports torch: only when decoding
         return GramoptEngine(Matcher(table))
 
     def run(self, table, tokens, counters: list | None = None) -> list[float]:
@@ -77,7 +77,7 @@ class GramoptValiant(Engine):
             raise EngineError(str(e).splitlines()[0]) from None
 
     def matcher(self, cnf):
-        from ..runtime.decode import GramoptEngine
+        from ..decoding.loop import GramoptEngine
         from ..runtime.matrix import ValiantMatcher
         return GramoptEngine(ValiantMatcher(cnf, self.env.vocab))
 

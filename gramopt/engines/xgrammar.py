@@ -97,7 +97,7 @@ def matcher(compiled) -> XgrammarMatcher:
 
 
 class Oracle:
-    """xgrammar as an independent oracle of the lockstep check (``gramopt.verify.lockstep``)."""
+    """xgrammar as an independent oracle of the lockstep check (``gramopt.decoding.lockstep``)."""
 
     name = "xgrammar"
 

@@ -1,4 +1,4 @@
-"""The compiled runtime: Grammar → flat arrays → numba Earley over bytes → packed token masks.
+"""The mask engine: Grammar → flat arrays → numba Earley over bytes → packed token masks.
 
     from gramopt.runtime import Matcher, Vocab
     m = Matcher(grammar, Vocab.qwen())
@@ -7,13 +7,16 @@
 
 Modules: compile (Grammar → CompiledGrammar), earley (numba kernels), chart (their
 arrays), trie (depth-first token trie), vocab (tokenizer files), tokens (per-state token
-classes), subtrees (a state's classes below a big trie node), matcher (the decoding state), torch_ops (masks on tensors; torch is optional
-and imported only when used). Serving: batch (BatchMatcher: many rows' masks on a thread
-pool), jump_forward (forced text), limits (chart caps, RuntimeLimitError), kernels
+classes), subtrees (a state's classes below a big trie node), matcher (the decoding state),
+matrix (the second backend, ``Matcher(backend="valiant")``: a Valiant/CYK recognizer with the
+same API and exact masks, for grammars that stay ambiguous), tokenize (text → token ids),
+torch_ops (masks on tensors; torch is optional and imported only when used). Serving:
+batch (BatchMatcher: many rows' masks on a thread pool), jump_forward (forced text), limits (chart caps, RuntimeLimitError), kernels
 (apply_token_bitmask_inplace, one backend per file). jit (the kernels' decorator: one
 specialization each, cached under ``$GRAMOPT_CACHE/numba``, gramopt.runtime.cachedir), warm
 (``python -m gramopt.runtime.warm``: compile them ahead of first use). Stands on
 gramopt.grammar alone (its cache folder is runtime.cachedir, standard library only); never imports egglog.
+The language model and the generation loop that drive it live in gramopt.decoding.
 
 Speed, all exact (masks equal the plain algorithm's, ``Matcher(mode="walk")``):
   * JIT: ``Matcher()`` builds the automata only; a state's token classes are built when

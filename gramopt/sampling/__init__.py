@@ -9,8 +9,9 @@ candidate weighted by its future validity Φ (estimator.py has the argument). Mo
     montecarlo   MonteCarlo(k, horizon): importance-weighted rollouts with the model
     exact        Exact: Φ by dynamic programming over the viable-prefix trie (ValueTree)
     registry     make_estimator(name, ...)
-    loop         decode(..., faithful="onestep"): batched decoding with any estimator
-    hook         FaithfulLogits: the same reweighting inside runtime.decode.generate
+    loop         decode(..., faithful="onestep"): batched decoding with any estimator, a pick
+                 of the one generation loop (gramopt.decoding.generate)
+    hook         FaithfulLogits: the same reweighting as generate's logits hook
     speculative  speculative_decode(...): draft + target, Leviathan acceptance against p·Φ̂
     law          sampler_law: a deterministic sampler's output distribution, exactly
     measure      TV, bootstrap intervals, noise floor, chi-square
@@ -19,7 +20,7 @@ candidate weighted by its future validity Φ (estimator.py has the argument). Mo
 
 Everything reaches the grammar through the Matcher API (accept_token, fill_next_token_bitmask,
 rollback, is_terminated), so any runtime backend with that API plugs in. Stands on
-gramopt.grammar and gramopt.runtime (and torch, numpy).
+gramopt.grammar, gramopt.runtime and gramopt.decoding (and torch, numpy).
 """
 
 from .estimator import Estimator, Step, allowed_tokens, reweight

@@ -1,4 +1,4 @@
-"""Faithful sampling inside ``gramopt.runtime.decode.generate``: its ``reweight`` hook.
+"""Faithful sampling inside ``gramopt.decoding.loop.generate``: its ``reweight`` hook.
 
     hook = FaithfulLogits([e.matcher for e in guide.engines], "onestep", eos_ids=vocab.eos_ids)
     generate(model, guide, steps=64, n_words=vocab.n_words, reweight=hook)

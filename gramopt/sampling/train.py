@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..runtime.model import TinyCausalLM
+from ..decoding.model import TinyCausalLM
 
 
 def fit(model: TinyCausalLM, sequences, *, bos: int, eos: int, steps: int = 300, batch: int = 64,

@@ -1,23 +1,28 @@
-"""Grammar-constrained batched generation: model forward, grammar masks, sampling.
+"""The one generation loop: model forward, grammar masks, a pick of the next tokens.
 
     guide = EngineGuide([GramoptEngine(Matcher(g, vocab)) for _ in range(batch)])
     gen = generate(model, guide, steps=128, sampling=Sampling(temperature=0.8, top_k=50),
                    seed=0, overlap=True)
     gen.tokens[row], gen.texts(vocab)
 
+Every decoding in gramopt runs here: the lockstep check (``decoding.lockstep``), serving
+runs and their benchmarks, and grammar-faithful sampling (``gramopt.sampling.decode``,
+which brings its own ``pick``).
+
 One step, for the rows still running: the guide fills the packed masks of the next token
 into a host buffer (in a worker thread while the model's forward pass runs, when
-``overlap``), the buffer is copied to the logits' device (pinned memory, non-blocking on
-CUDA) and applied there (``torch_ops.apply_token_bitmask``: on-device unpack, no Python
-loop), the next tokens are sampled on the device with a seeded generator, and each row's
-engine accepts its token. A row stops when the grammar terminates it (a stop token is
-allowed exactly when the text so far is in the language, and accepting it terminates
-the matcher), when its mask allows nothing, or when the guide asks to stop (the lockstep
-check does on a mismatch).
+``overlap``), the rows whose mask allows nothing end ("dead"), and ``pick`` chooses each
+live row's next token. The default pick (``MaskedSampler``) copies the buffer to the
+logits' device (pinned memory, non-blocking on CUDA), applies it there
+(``runtime.torch_ops.apply_token_bitmask``: on-device unpack, no Python loop) and samples
+on the device with a seeded generator. Each row's engine then accepts its token. A row
+stops when the grammar terminates it (a stop token is allowed exactly when the text so far
+is in the language, and accepting it terminates the matcher), when its mask allows
+nothing, or when the guide asks to stop (the lockstep check does on a mismatch).
 
 Determinism: the same model, guide masks, sampling and seed give the same tokens, so two
 runs that differ only in the grammar serving the masks decode the same text exactly when
-the masks agree at every step — what ``gramopt.verify.lockstep`` relies on.
+the masks agree at every step — what ``decoding.lockstep`` relies on.
 
 Overlap accounting: per step, ``mask_s`` is the worker's fill time and ``phase_s`` the
 wall time from submitting it until both it and the forward pass are done; the exposed
@@ -39,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .torch_ops import apply_token_bitmask
+from ..runtime.torch_ops import apply_token_bitmask
 
 
 # ---------------------------------------------------------------- engines
@@ -175,6 +180,26 @@ class Generation:
         return [b"".join(vocab.token_bytes[t] for t in row) for row in self.tokens]
 
 
+class MaskedSampler:
+    """The default pick of ``generate``: the masked logits sampled on their device
+    (``reweight`` first changes the live rows' raw logits, when given); rows not picked this
+    step get an all-ones mask so that every row has a finite logit."""
+
+    def __init__(self, host: torch.Tensor, device: torch.device, sampling: Sampling, seed: int, reweight=None):
+        self.host, self.device, self.sampling, self.reweight = host, device, sampling, reweight
+        self.pin = device.type == "cuda"
+        self.rng = torch.Generator(device=device if self.pin else torch.device("cpu")).manual_seed(int(seed))
+
+    def __call__(self, rows, logits: torch.Tensor, buf: np.ndarray, tokens) -> torch.Tensor:
+        if self.reweight is not None:
+            self.reweight(rows, logits, buf, tokens)
+        picked = np.zeros(buf.shape[0], bool)
+        picked[rows] = True
+        buf[~picked] = -1  # rows not sampled this step: anything finite
+        apply_token_bitmask(logits, self.host.to(self.device, non_blocking=self.pin))
+        return sample(logits, self.sampling, self.rng)
+
+
 def resolve_device(device: str = "auto") -> torch.device:
     """'auto' → CUDA when available, else CPU; 'cuda' without a GPU is an error."""
     if device == "auto":
@@ -203,7 +228,7 @@ def _block_stop(buf: np.ndarray, eos_ids, rows) -> None:
 
 def generate(model, guide: EngineGuide, *, steps: int, n_words: int, sampling: Sampling = Sampling(),
              seed: int = 0, bos: int = 0, overlap: bool = True, eos_ids=(), min_tokens: int = 0,
-             on_step=None, reweight=None) -> Generation:
+             on_step=None, reweight=None, pick=None) -> Generation:
     """Decode up to ``steps`` tokens per row under ``guide``'s masks (module docstring).
 
     ``n_words`` is the packed mask width, ceil(grammar vocabulary / 32); ``bos`` the token
@@ -215,14 +240,19 @@ def generate(model, guide: EngineGuide, *, steps: int, n_words: int, sampling: S
     ``reweight(rows, logits, bitmask, tokens)``, when given, is called each step with the raw
     logits, before the mask is applied, and may change the rows' logits in place; grammar-faithful
     sampling adds T·log Φ̂ there (``gramopt.sampling.FaithfulLogits``). Its time counts in
-    ``sample_s``."""
+    ``sample_s``.
+    ``pick(rows, logits, bitmask, tokens) -> next ids``, when given, replaces the masked
+    sampler (``sampling``, ``seed`` and ``reweight`` are then unused): it returns an int64
+    tensor (batch,) on the logits' device whose entries at ``rows`` (the live rows, each
+    with a non-empty mask) are the tokens those rows take; the others are ignored.
+    Grammar-faithful sampling draws there (``gramopt.sampling.loop``)."""
     device = model.device
     batch = guide.n_rows
     pin = device.type == "cuda"
     host = torch.zeros((batch, n_words), dtype=torch.int32, pin_memory=pin)
     buf = host.numpy()
-    gen_device = device if device.type == "cuda" else torch.device("cpu")
-    rng = torch.Generator(device=gen_device).manual_seed(int(seed))
+    if pick is None:
+        pick = MaskedSampler(host, device, sampling, seed, reweight)
     ids = torch.full((batch, 1), int(bos), dtype=torch.long, device=device)
     past = model.new_cache(batch)
     out = Generation([[] for _ in range(batch)], ["steps"] * batch, overlap=overlap)
@@ -268,11 +298,7 @@ def generate(model, guide: EngineGuide, *, steps: int, n_words: int, sampling: S
                 out.finished[int(r)] = "dead"
             if step < min_tokens and len(eos_ids):
                 _block_stop(buf, eos_ids, rows)
-            if reweight is not None:
-                reweight([r for r in rows if not dead[r]], logits, buf, out.tokens)
-            buf[~(live & ~dead)] = -1  # rows not sampled this step: anything finite
-            apply_token_bitmask(logits, host.to(device, non_blocking=pin))
-            nxt = sample(logits, sampling, rng)
+            nxt = pick([r for r in rows if not dead[r]], logits, buf, out.tokens)
             nxt_host = nxt.tolist()
             out.sample_s.append(time.perf_counter() - ts)
             ta = time.perf_counter()
@@ -314,5 +340,5 @@ def kernel_nogil() -> dict[str, bool]:
     """Kernel name → compiled with ``nogil=True`` (it releases the GIL while it runs, so the
     mask worker thread and the forward pass proceed in parallel). The Python glue between
     kernels (a few µs per step) still takes the GIL."""
-    from . import earley as K
+    from ..runtime import earley as K
     return {name: bool(getattr(K, name).targetoptions.get("nogil", False)) for name in STEP_KERNELS}

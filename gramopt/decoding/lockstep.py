@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..runtime.decode import EngineGuide, Generation, GramoptEngine, Sampling, generate
+from .loop import EngineGuide, Generation, GramoptEngine, Sampling, generate
 
 DRIVER = "gramopt:original"
 ENGINE_ERROR = "the engine's error: the reference recognizer agrees with gramopt"
@@ -63,7 +63,7 @@ class Mismatch:
         return self.verdict == ENGINE_ERROR
 
     def format(self, vocab, limit: int = 8) -> str:
-        from .result import _bytes_text
+        from ..verify.result import _bytes_text
 
         def toks(ids):
             shown = ", ".join(f"{t} {_bytes_text(vocab.token_bytes[t]) if vocab.token_bytes[t] else '<special>'}"
@@ -96,7 +96,7 @@ def reference_arbiter(grammar, vocab):
     def driver_right(prefix: bytes, only_driver, only_engine) -> bool:
         nonlocal rec
         if rec is None:
-            from .reference import Recognizer
+            from ..verify.reference import Recognizer
             rec = Recognizer(grammar)
 
         def allowed(t: int) -> bool:
@@ -509,7 +509,7 @@ def decode_check(original, optimized, vocab, model, *, steps: int = 128, seeds: 
                  settings: dict | None = None, sentences=()) -> DecodeReport:
     """Lockstep over seeds 0..seeds-1; then over the trajectories of ``sentences`` (texts,
     e.g. the corpus samples and sentences derived from the original grammar), each spelled
-    token by token (``runtime.model.ForcedLM``, greedy, at most 4 × ``steps`` tokens), as
+    token by token (``decoding.model.ForcedLM``, greedy, at most 4 × ``steps`` tokens), as
     seeds -1, -2, … of ``SENTENCE_ROWS`` rows; then, when every run agreed and ``measure``,
     each grammar served alone on the seeds (overlapped and serial) for tokens/s, speedup and
     the hidden fraction. The report counts the productions of the original grammar the
@@ -525,7 +525,7 @@ def decode_check(original, optimized, vocab, model, *, steps: int = 128, seeds: 
             break
     spelled = _spelled(sentences, vocab, 4 * steps)
     if all(r.mismatch is None for r in results):
-        from ..runtime.model import ForcedLM
+        from .model import ForcedLM
         stop = vocab.eos_ids[0] if vocab.eos_ids else 0
         for k in range(0, len(spelled), SENTENCE_ROWS):
             rows = spelled[k:k + SENTENCE_ROWS]
@@ -545,7 +545,7 @@ def decode_check(original, optimized, vocab, model, *, steps: int = 128, seeds: 
                                 overlap=overlap, min_tokens=min_tokens)
                     (sv.overlapped if overlap else sv.serial).append(gen)
             serving[name] = sv
-    from .coverage import productions_exercised
+    from ..verify.coverage import productions_exercised
     texts = [b"".join(vocab.token_bytes[t] for t in row if t not in vocab.eos_ids)
              for r in results for row in r.generation.tokens]
     report = DecodeReport(results, serving, dict(settings or {}), list(oracles.notes), dict(oracles.compile_s))

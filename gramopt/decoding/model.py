@@ -1,6 +1,6 @@
 """Language models for the decoding loop: the protocol, a small seeded transformer, an HF adapter.
 
-The protocol (what ``gramopt.runtime.decode`` calls) is one method::
+The protocol (what ``gramopt.decoding.loop.generate`` calls) is one method::
 
     past = model.new_cache(batch)            # an opaque per-generation state
     logits = model(input_ids, past)          # input_ids: int64 (batch, t) on model.device
@@ -231,7 +231,7 @@ def prior_from_texts(vocab, texts, weight: float = 2.0) -> torch.Tensor:
     """``unigram_prior`` of ``texts`` tokenized for ``vocab`` (Qwen's BPE for the Qwen
     vocabulary, greedy longest match otherwise); texts the vocabulary cannot spell are
     skipped."""
-    from .tokenize import TokenizeError, Tokenizer
+    from ..runtime.tokenize import TokenizeError, Tokenizer
     tok = Tokenizer.for_vocab(vocab)
     lists = []
     for text in texts:
