@@ -110,23 +110,6 @@ def english_text(n_words: int, seed: int = 0) -> str:
     return "".join(" " + w for w in words)
 
 
-def random_walk_text(grammar: Grammar, vocab, n_tokens: int, seed: int = 0) -> bytes:
-    """A text of the grammar made by choosing random allowed tokens (not the stop token)
-    with the matrix matcher, until n_tokens or no token but the stop token is allowed."""
-    from ..runtime import Matcher
-    rng = random.Random(seed)
-    m = Matcher(grammar, vocab, backend="valiant")
-    out = []
-    for _ in range(n_tokens):
-        allowed = [t for t in m.allowed_tokens().tolist() if t not in vocab.eos_ids]
-        if not allowed:
-            break
-        t = rng.choice(allowed)
-        m.accept_token(t)
-        out.append(vocab.token_bytes[t])
-    return b"".join(out)
-
-
 def corpus_path(rel: str) -> str | None:
     from .suites import corpus_dir
     d = corpus_dir()

@@ -331,9 +331,8 @@ def generate(model, guide: EngineGuide, *, steps: int, n_words: int, sampling: S
 
 # the numba kernels a decoding step runs (accept: push_bytes; mask: roots, walk_*; first
 # use of a state: classify_state, entry_skips; reset: init_chart; memo_*: the set automaton)
-STEP_KERNELS = ("init_chart", "push_bytes", "roots", "fill_mask", "walk_range", "walk_entries", "memo_begin",
-                "memo_walk_range", "memo_walk_frames", "classify_state",
-                "entry_skips")
+STEP_KERNELS = ("init_chart", "push_bytes", "roots", "fill_mask", "walk_range", "memo_begin", "memo_walk_range",
+                "memo_walk_frames", "classify_state", "entry_skips")
 
 
 def kernel_nogil() -> dict[str, bool]:

@@ -62,10 +62,6 @@ class BNF:
         return out
 
 
-def is_nonterminal(sym: Symbol) -> bool:
-    return isinstance(sym, Ref)
-
-
 def lower(grammar: Grammar) -> BNF:
     """The canonical BNF of ``grammar`` (see the module docstring for the table).
     Raises GrammarError when its repetitions expand past ``size.MAX_EXPANDED``."""

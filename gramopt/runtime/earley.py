@@ -686,39 +686,6 @@ def walk_range(G, S, T, lo, hi, mask, acc):
     return 0
 
 
-@kernel
-def walk_entries(G, S, T, ent_node, ent_kind, ent_skip, mask, acc):
-    """Walk a sparse view of the trie: entries in depth-first order, each a node whose
-    ancestors are listed before it; kind 1 = the node's whole subtree, kind 0 = the node
-    alone (its listed descendants follow; ``ent_skip`` = 1 + their count). Restores."""
-    tbyte, tdepth, tsize, tok_start, tok_ids = T
-    meta = S[I_META]
-    cnt = S[I_COUNTERS]
-    base = meta[N_SETS]
-    j = 0
-    n = len(ent_node)
-    while j < n:
-        node = ent_node[j]
-        d = tdepth[node]
-        meta[N_SETS] = base + d - 1
-        cnt[C_TRIE] += 1
-        r = push_byte(G, S, tbyte[node], acc)
-        if r < 0:
-            meta[N_SETS] = base
-            return -1
-        if r == DEAD:
-            j += ent_skip[j]
-            continue
-        _set_tokens(tok_start, tok_ids, node, mask)
-        if ent_kind[j] == 1 and tsize[node] > 1:
-            if walk_range(G, S, T, node + 1, node + tsize[node], mask, acc) < 0:
-                meta[N_SETS] = base
-                return -1
-        j += 1
-    meta[N_SETS] = base
-    return 0
-
-
 # ---------------------------------------------------------------- the set automaton
 #
 # A mask walk pushes the bytes of many tokens from one committed set r. The Earley set
@@ -1067,7 +1034,7 @@ def classify_state(G, S, T, state, node, aw_mask, out_node, out_kind, comp, path
       * U(q): tokens not in AW(q) with a non-empty prefix of the suffix in L(q): they finish
         the rule and go on in the context, so they are decided at mask time by walking them;
       * the rest are rejected in every context (through this item).
-    U(q) is returned as walk entries (node, kind) in depth-first order (see walk_entries);
+    U(q) is returned as walk entries (node, kind) in depth-first order (memo_walk_frames walks them);
     returns their count, or -1 on overflow. The trie is walked through the set automaton
     (``path[d]`` / ``sets[d]`` = the node / the set at depth d below ``node``)."""
     tbyte, tdepth, tsize, tok_start, tok_ids = T

@@ -39,5 +39,3 @@ class RuntimeLimits:
                     f"was not applied: raise the limit (Matcher(..., limits=RuntimeLimits({what}=...))) "
                     "or shorten the output")
 
-
-UNLIMITED = RuntimeLimits(None, None, None)

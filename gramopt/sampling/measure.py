@@ -17,12 +17,6 @@ import numpy as np
 import torch
 
 
-def empirical(samples) -> dict[bytes, float]:
-    c = Counter(samples)
-    n = sum(c.values())
-    return {k: v / n for k, v in c.items()}
-
-
 def tv(p: dict, q: dict) -> float:
     keys = set(p) | set(q)
     return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in keys)

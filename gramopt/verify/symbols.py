@@ -59,11 +59,6 @@ class Compiled:
         """The language is empty (the start rule derives no finite string)."""
         return not self.by_lhs[0]
 
-    def symbol_name(self, s: int) -> str:
-        if s >= 0:
-            return self.names[s]
-        return describe_symbols(self.terms[~s], self.atoms)
-
 
 def is_lark(grammar: Grammar) -> bool:
     return grammar.dialect == "lark"
@@ -252,21 +247,6 @@ def symbol_classes(alphabet: int, term_sets) -> tuple[tuple[int, ...], tuple[tup
 def _ranges_text(ranges) -> str:
     return "".join(f"{lo:X}" if lo == hi else f"{lo:X}-{hi:X}" for lo, hi in ranges[:4]) + \
         ("…" if len(ranges) > 4 else "")
-
-
-def describe_symbols(symbols, atoms=None) -> str:
-    """A short text for a set of alphabet symbols (bytes as hex ranges, atoms by name)."""
-    xs = sorted(symbols)
-    if atoms is not None:
-        return "{" + ", ".join(atom_text(atoms[x]) for x in xs) + "}"
-    out, i = [], 0
-    while i < len(xs):
-        j = i
-        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
-            j += 1
-        out.append(f"{xs[i]:02X}" if i == j else f"{xs[i]:02X}-{xs[j]:02X}")
-        i = j + 1
-    return "[" + " ".join(out) + "]"
 
 
 def atom_text(atom) -> str:
