@@ -2,7 +2,7 @@
 
     alt-normalize  (a | (b | c) | a)  → (a | b | c)   flatten anonymous inner unions,
                                                        drop duplicates, sort by class id
-    alt-single     (a | a)            → a
+                   (a | a)            → a
     alt-optional   (x | ε)            → x?   ;  (x+ | ε) → x*  ;  (x* | ε) → x*
     alt-charclass  ("a" | [b-d] | e)  → ([a-d] | e)   (GBNF/EBNF only, never Lark)
 

@@ -2,11 +2,11 @@
 
 For a rule class X with a union node whose alternatives are classified against X —
 left tails ``X w``, infix ``X m X`` (m may be empty: ``X X``), right heads ``w X`` and
-bases T (everything else) — propose:
+bases T (everything else) — propose, by the one rewrite ``rec-normalize``:
 
-    rec-left    X ::= X w₁ | … | X m₁ X | … | T    →   X = T (w₁ | … | m₁ T | …)*
-                (only ``X X``:  X ::= X X | T  →  X = T+)
-    rec-right   X ::= w₁ X | … | T                 →   X = (w₁ | …)* T
+    rec-normalize   X ::= X w₁ | … | X m₁ X | … | T    →   X = T (w₁ | … | m₁ T | …)*
+                    (only ``X X``:  X ::= X X | T  →  X = T+)          (no right heads)
+                    X ::= w₁ X | … | T                 →   X = (w₁ | …)* T  (right heads only)
 
 The argument (shortest counterexample, on the languages of the input's least fixpoint):
 S = T U* ⊆ L(X) by induction on the number of U factors, since X ⊇ X w and X ⊇ X m X ⊇

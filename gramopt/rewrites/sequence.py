@@ -1,9 +1,9 @@
 """Sequence rewrites (Python searchers over the snapshot).
 
-    seq-flatten   a (b c) d  → a b c d        (anonymous inner sequence)
-    seq-eps       a ε b      → a b
-    seq-plus      x x*       → x+   ;  x* x → x+
-    seq-star      x* x*      → x*   ;  x? x* → x*  ;  x* x? → x*
+    seq-flatten      a (b c) d  → a b c d        (anonymous inner sequence)
+                     a ε b      → a b
+    seq-repetition   x x*       → x+   ;  x* x → x+
+                     x* x*      → x*   ;  x? x* → x*  ;  x* x? → x*
 
 Arguments: concatenation is associative with ε as unit; the repetition forms are law
 ``concat`` of ``gramopt.grammar.powers`` (L^{a..b}·L^{c..d} = L^{a+c..b+d}: x·x* = x+,
