@@ -11,7 +11,7 @@ One kernel per file, picked by ``backend`` (xgrammar's layout and semantics):
     "torch"   apply_token_bitmask_inplace_torch.py     vectorized torch ops, any device/dtype
     "triton"  apply_token_bitmask_inplace_triton.py    one fused Triton kernel on CUDA
     "auto"    cpu for float32/float64 CPU logits, torch otherwise (triton only when asked:
-              it has not been run on a GPU yet)
+              checked on CPU under Triton's interpreter, not yet run on a GPU)
 
 Semantics, for every backend: ``logits`` is (V,) or (batch, V); ``bitmask`` (words,) or
 (batch, words) int32, bit j of word j // 32 = token j allowed. Row b of the bitmask masks row

@@ -2,8 +2,10 @@
 
 Grid (row, block of BLOCK tokens): each program loads its tokens' words, extracts the bits
 and stores -inf where a bit is 0 (or lies beyond the bitmask) and the column is below
-``vocab``. Not yet run on a GPU (no device in the session that wrote it): ``backend="auto"``
-does not pick it; test it on a CUDA machine before relying on it.
+``vocab``. Checked bit for bit against the plain definition on CPU under Triton's
+interpreter (``TRITON_INTERPRET=1``: tests/test_runtime_triton.py runs ``launch``) and on
+CUDA by tests/test_runtime_serving.py when a device is there; it has not yet run on a GPU
+in this project, so ``backend="auto"`` does not pick it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ def apply_token_bitmask_inplace_triton(logits: torch.Tensor, bitmask: torch.Tens
                                        rows: list[int]) -> None:
     if logits.device.type != "cuda":
         raise ValueError("backend 'triton' takes CUDA logits")
+    launch(logits, bitmask, vocab, rows)
+
+
+def launch(logits: torch.Tensor, bitmask: torch.Tensor, vocab: int, rows: list[int]) -> None:
+    """The kernel over ``rows`` of ``logits`` on their device (CUDA, or CPU under Triton's
+    interpreter)."""
     if not rows or vocab <= 0:
         return
     if logits.stride(-1) != 1:
