@@ -1,8 +1,14 @@
 """Issue 13's hostile-input reproductions, each run as a user runs it: exit code, wall time,
 CPU time and peak resident memory of the command, and the first line of stderr, beside
-the exit code the issue reported before the fixes. Prints a markdown table.
+the outcome a results file records for the same reproduction. Prints a markdown table.
 
-    python benchmarks/hostile_inputs.py [--quick]      (--quick: 8,000 words instead of 50,000)
+    python benchmarks/hostile_inputs.py [--quick] [--before FILE] [--json OUT]
+
+--quick: 8,000 words instead of 50,000. --before: the results file of the "before" column
+(default ``benchmarks/results/hostile-before-issue13.json``, what issue 13 reported on main
+before the fixes); it must name every reproduction and nothing else, or the run stops
+(exit 2) before starting. --json: this run's exit codes written in the same format, so a
+later run can show them as its "before" column.
 
 Grammars are generated into a temporary folder; the JSON grammar is tests/data's vendored
 copy of llama.cpp's json.gbnf. Timings are as noisy as the machine: compare rows of one run.
@@ -11,6 +17,7 @@ copy of llama.cpp's json.gbnf. Timings are as noisy as the machine: compare rows
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -68,56 +75,26 @@ def gramopt(*argv, interrupt_when: Path | None = None, prefer: str = "") -> tupl
     return rc, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, first[:120]
 
 
-# the exit code (or outcome) issue 13 reported on main before the fixes, per reproduction
-BEFORE = {
-    "rep": "killed (16.6 GB after 300 s)", "nest1000-opt": "> 200 s", "nest1000-verify": "> 200 s",
-    "nest60-opt": "~85 s in the verifier", "nest60-verify": "~85 s", "alt8000": "0 (249 s)",
-    "alt50000": "killed after 300 s", "chain150": "70 (RecursionError)", "chain120-back": "2 (nested 119 deep)",
-    "chain1000": "70", "chain1000-back": "—", "latin": "70 (UnicodeDecodeError)", "bom": "2 (U+FEFF)",
-    "empty": "0, no warning", "empty-strict": "0", "decode": "0 (\"0 mismatches\")",
-    "convert-self": "0 (input overwritten)", "missing-dir": "70 (after the work)",
-    "dev-full": "2 (device replaced by a file, as root)", "folder-same": "0 (inputs overwritten)",
-    "folder-inside": "0 (out/out/out on reruns)", "folder-badcache": "70", "folder-ctrl-c": "130, said nothing written",
-    "max-seconds": "no such flag", "max-memory": "no such flag", "neg-limit": "accepted",
-    "alt50000-generic": "killed after 300 s", "cleanup-work": "no such flag", "inline-work": "no such flag",
-}
+BEFORE = ROOT / "benchmarks" / "results" / "hostile-before-issue13.json"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
-    d = Path(tempfile.mkdtemp(prefix="gramopt-hostile-"))
-    n_words = 8000 if args.quick else 50_000
-    files = {
-        "rep.gbnf": 'root ::= "a"{0,100000000}\n',
-        "nest.gbnf": 'root ::= ((("a"{0,1000}){0,1000}){0,1000})\n',
-        "nest60.gbnf": 'root ::= ((("a"{0,60}){0,60}){0,60})\n',
-        "nest60opt.gbnf": 'root ::= (("a"{0,60}){60}){60}\n',
-        "alt8000.gbnf": "root ::= " + " | ".join(f'"{w}"' for w in words(8000)) + "\n",
-        "chain120.gbnf": chain(120),
-        "chain150.gbnf": chain(150),
-        "chain1000.gbnf": chain(1000),
-        "empty.gbnf": 'root ::= "a" root\n',
-    }
-    if not args.quick:
-        files["alt50000.gbnf"] = "root ::= " + " | ".join(f'"{w}"' for w in words(50_000)) + "\n"
-    for name, text in files.items():
-        (d / name).write_text(text, encoding="utf-8")
-    big = d / ("alt50000.gbnf" if not args.quick else "alt8000.gbnf")
-    (d / "bom.gbnf").write_bytes(b'\xef\xbb\xbfroot ::= "a" | "b"\n')
-    (d / "latin.cfg").write_bytes('S -> "caf\xe9" | "na\xefve" S\n'.encode("latin-1"))
-    (d / "bad.gbnf").write_text(JSON.read_text(encoding="utf-8").replace('"null"', '"nul"'), encoding="utf-8")
-    (d / "x.gbnf").write_text('root ::= "a" | "b"\n', encoding="utf-8")
-    folder = d / "in"
-    folder.mkdir()
-    (folder / "a.gbnf").write_text('root ::= "ab" | "ac"\n', encoding="utf-8")
-    (folder / "b.gbnf").write_text('root ::= "x" "y" | "x" "z"\n', encoding="utf-8")
-    slow = d / "slow"
-    slow.mkdir()
-    (slow / "a0.gbnf").write_text('root ::= "a" | "b"\n', encoding="utf-8")
-    for k in range(4):
-        (slow / f"b{k}.gbnf").write_text(f'root ::= ((("a{k}"{{0,60}}){{0,60}}){{0,60}})\n', encoding="utf-8")
+def read_before(path: Path, keys) -> dict:
+    """The results file at ``path`` ({"column", "rows": {reproduction: outcome}}); raises
+    ValueError unless its rows name exactly ``keys``."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rows = data["rows"]
+    missing, unknown = [k for k in keys if k not in rows], sorted(set(rows) - set(keys))
+    if missing or unknown:
+        raise ValueError(f"{path}: the results file and the reproductions differ: "
+                         f"missing {missing}, unknown {unknown}")
+    return data
+
+
+def cases(d: Path, quick: bool) -> list:
+    """(key, label, argv or a function making it) for each reproduction; files under ``d``
+    (written by ``write_inputs``). A key's outcome in a results file goes on its first row."""
+    folder, slow = d / "in", d / "slow"
+    big = d / ("alt50000.gbnf" if not quick else "alt8000.gbnf")
 
     def bad_cache() -> list:
         """A first run fills the cache; its entry is replaced by JSON of the wrong shape."""
@@ -127,7 +104,7 @@ def main() -> None:
                 p.write_text("[1, 2, 3]", encoding="utf-8")
         return ["optimize", folder, "-o", d / "cached", "-q", "-j", "1"]
 
-    cases = [
+    return [
         ("rep", '"a"{0,100000000} optimize', ["optimize", d / "rep.gbnf", "-o", d / "o1.gbnf"]),
         ("nest1000-opt", '((("a"{0,1000}){0,1000}){0,1000}) optimize', ["optimize", d / "nest.gbnf", "-o", d / "o2.gbnf"]),
         ("nest1000-verify", '((("a"{0,1000}){0,1000}){0,1000}) verify', ["verify", d / "nest.gbnf", d / "nest.gbnf"]),
@@ -136,10 +113,10 @@ def main() -> None:
          ["verify", d / "nest60.gbnf", d / "nest60opt.gbnf"]),
         ("alt8000", "8,000 alternatives optimize", ["optimize", d / "alt8000.gbnf", "-o", d / "o3.gbnf"]),
         *([("alt50000", "50,000 alternatives optimize", ["optimize", d / "alt50000.gbnf", "-o", d / "o4.gbnf"])]
-          if not args.quick else []),
+          if not quick else []),
         *([("alt50000-generic", "50,000 alternatives optimize --target generic (factoring)",
             ["optimize", d / "alt50000.gbnf", "-o", d / "o4g.gbnf", "--target", "generic"])]
-          if not args.quick else []),
+          if not quick else []),
         ("cleanup-work", f"{big.stem} optimize --target generic --max-cleanup-work 1000000",
          ["optimize", big, "-o", d / "o4c.gbnf", "--target", "generic", "--max-cleanup-work", "1000000"]),
         ("inline-work", "chain of 1,000 rules optimize --target generic --max-inline-work 2000",
@@ -171,25 +148,86 @@ def main() -> None:
         ("folder-ctrl-c", "folder: Ctrl-C once the first output is written (--target generic: verified work)",
          ["optimize", slow, "-o", d / "slowout", "-j", "2", "-q", "--target", "generic"]),
     ]
-    print("| reproduction | exit before (issue 13) | exit now | wall s | CPU s | peak MB | stderr (first line) |")
+
+
+def write_inputs(d: Path, quick: bool) -> None:
+    """The reproductions' input files, under ``d``."""
+    n_words = 8000 if quick else 50_000
+    files = {
+        "rep.gbnf": 'root ::= "a"{0,100000000}\n',
+        "nest.gbnf": 'root ::= ((("a"{0,1000}){0,1000}){0,1000})\n',
+        "nest60.gbnf": 'root ::= ((("a"{0,60}){0,60}){0,60})\n',
+        "nest60opt.gbnf": 'root ::= (("a"{0,60}){60}){60}\n',
+        "alt8000.gbnf": "root ::= " + " | ".join(f'"{w}"' for w in words(8000)) + "\n",
+        "chain120.gbnf": chain(120),
+        "chain150.gbnf": chain(150),
+        "chain1000.gbnf": chain(1000),
+        "empty.gbnf": 'root ::= "a" root\n',
+    }
+    if not quick:
+        files["alt50000.gbnf"] = "root ::= " + " | ".join(f'"{w}"' for w in words(50_000)) + "\n"
+    for name, text in files.items():
+        (d / name).write_text(text, encoding="utf-8")
+    (d / "bom.gbnf").write_bytes(b'\xef\xbb\xbfroot ::= "a" | "b"\n')
+    (d / "latin.cfg").write_bytes('S -> "caf\xe9" | "na\xefve" S\n'.encode("latin-1"))
+    (d / "bad.gbnf").write_text(JSON.read_text(encoding="utf-8").replace('"null"', '"nul"'), encoding="utf-8")
+    (d / "x.gbnf").write_text('root ::= "a" | "b"\n', encoding="utf-8")
+    folder = d / "in"
+    folder.mkdir()
+    (folder / "a.gbnf").write_text('root ::= "ab" | "ac"\n', encoding="utf-8")
+    (folder / "b.gbnf").write_text('root ::= "x" "y" | "x" "z"\n', encoding="utf-8")
+    slow = d / "slow"
+    slow.mkdir()
+    (slow / "a0.gbnf").write_text('root ::= "a" | "b"\n', encoding="utf-8")
+    for k in range(4):
+        (slow / f"b{k}.gbnf").write_text(f'root ::= ((("a{k}"{{0,60}}){{0,60}}){{0,60}})\n', encoding="utf-8")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--before", type=Path, default=BEFORE, help="results file of the 'before' column")
+    ap.add_argument("--json", type=Path, default=None, help="write this run's exit codes as a results file")
+    args = ap.parse_args()
+    d = Path(tempfile.mkdtemp(prefix="gramopt-hostile-"))
+    todo = cases(d, args.quick)
+    try:
+        before = read_before(args.before, list(dict.fromkeys(k for k, _, _ in cases(d, False))))
+    except (OSError, ValueError, KeyError) as e:
+        shutil.rmtree(d, ignore_errors=True)
+        print(f"hostile_inputs.py: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    write_inputs(d, args.quick)
+    folder = d / "in"
+    print(f"| reproduction | {before['column']} | exit now | wall s | CPU s | peak MB | stderr (first line) |")
     print("|---|---|---|---|---|---|---|")
     old_umask = os.umask(0o022)
     try:
-        for key, label, argv in cases:
+        shown: set[str] = set()
+        now: dict[str, list[str]] = {}
+        for key, label, argv in todo:
             if callable(argv):
                 argv = argv()
             watch = d / "slowout" / "a0.gbnf" if key == "folder-ctrl-c" else None
             prefer = {"cleanup-work": "pass cleanup", "inline-work": "pass inline"}.get(key, "")
             rc, secs, cpu, peak, first = gramopt(*argv, interrupt_when=watch, prefer=prefer)
             first = first.replace(str(d) + "/", "").replace(str(d), "").replace("|", "\\|")
-            before = BEFORE.get(key, "") if not label.startswith("  ...") or key == "chain1000-back" else ""
-            print(f"| {label} | {before} | {rc} | {secs:.1f} | {cpu:.1f} | {peak:.0f} | {first} |", flush=True)
+            was = before["rows"][key] if key not in shown else ""
+            shown.add(key)
+            now.setdefault(key, []).append(str(rc))
+            print(f"| {label} | {was} | {rc} | {secs:.1f} | {cpu:.1f} | {peak:.0f} | {first} |", flush=True)
         if (d / "slowout").exists():
             time.sleep(2)
             written = sorted(p.name for p in (d / "slowout").glob("*.gbnf"))
             print(f"\nCtrl-C: outputs on disk 2 s after the command ended: {written}")
     finally:
         os.umask(old_umask)
+    if args.json is not None:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        at = rev.stdout.strip() or "?"
+        run = {"source": f"benchmarks/hostile_inputs.py{' --quick' if args.quick else ''} at {at}",
+               "column": f"exit at {at}", "rows": {k: ", ".join(v) for k, v in now.items()}}
+        args.json.write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
     print(f"/dev/full is still a character device: {Path('/dev/full').is_char_device()}")
     mode = stat.S_IMODE(os.stat(d / "o8.gbnf").st_mode) if (d / "o8.gbnf").exists() else None
     print(f"output mode under umask 022: {oct(mode) if mode is not None else 'no output'} (was 0o600)")
