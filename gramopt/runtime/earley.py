@@ -37,7 +37,7 @@ import numpy as np
 
 from .compile import FINAL, HAS_OUT, REP_NULLABLE, REP_UNBOUNDED, REP_W, TAIL
 from .jit import kernel
-from .packed import fetch_add, pack_width, view1, view2
+from .packed import fetch_add, pack_width, slot1, slot2, view1
 
 # ---- state tuple layout (see EarleyState in chart.py)
 I_ITEMS, I_SET_START, I_GRP_START, I_GRP_RULE, I_GRP_FIRST, I_GRP_LEN, I_GRP_LEO = range(7)
@@ -1271,39 +1271,30 @@ PACKED_SLOTS = 69
 
 
 @kernel(inline="always")
-def _v32(A, k):
-    return view1(A[3 * k], A[3 * k + 1], np.int32)
-
-
-@kernel(inline="always")
-def _v64(A, k):
-    return view1(A[3 * k], A[3 * k + 1], np.int64)
-
-
-@kernel(inline="always")
-def _m32(A, k):
-    return view2(A[3 * k], A[3 * k + 1], A[3 * k + 2], np.uint32)
-
-
-@kernel(inline="always")
 def _unpack(A):
-    """(G, S, T, P) of the address vector ``A`` (views over the packed arrays)."""
-    G = (_v32(A, 0), _v32(A, 1), _v32(A, 2), _v32(A, 3), _v32(A, 4), _v32(A, 5), _v32(A, 6),
-         _v32(A, 7), _v32(A, 8))
+    """(G, S, T, P) of the address vector ``A`` (views over the packed arrays; slot1/slot2
+    read an array's triple and build its view in one intrinsic)."""
+    i32, i64, u32 = np.int32, np.int64, np.uint32
+    G = (slot1(A, 0, i32), slot1(A, 1, i32), slot1(A, 2, i32), slot1(A, 3, i32), slot1(A, 4, i32),
+         slot1(A, 5, i32), slot1(A, 6, i32), slot1(A, 7, i32), slot1(A, 8, i32))
     s = AT_S
-    S = (_v64(A, s), _v32(A, s + 1), _v32(A, s + 2), _v32(A, s + 3), _v32(A, s + 4),
-         _v32(A, s + 5), _v32(A, s + 6), _v32(A, s + 7), _v32(A, s + 8), _v32(A, s + 9),
-         _v64(A, s + 10), _v64(A, s + 11), _v64(A, s + 12), _v32(A, s + 13), _v32(A, s + 14),
-         _v32(A, s + 15), _v32(A, s + 16), _v64(A, s + 17), _v64(A, s + 18), _v32(A, s + 19),
-         _v32(A, s + 20), _v64(A, s + 21), _v64(A, s + 22), _v32(A, s + 23), _v64(A, s + 24),
-         _v64(A, s + 25), _m32(A, s + 26), _v64(A, s + 27), _v64(A, s + 28), _v32(A, s + 29),
-         _v32(A, s + 30), _v64(A, s + 31), _v64(A, s + 32))
+    S = (slot1(A, s, i64), slot1(A, s + 1, i32), slot1(A, s + 2, i32), slot1(A, s + 3, i32),
+         slot1(A, s + 4, i32), slot1(A, s + 5, i32), slot1(A, s + 6, i32), slot1(A, s + 7, i32),
+         slot1(A, s + 8, i32), slot1(A, s + 9, i32), slot1(A, s + 10, i64), slot1(A, s + 11, i64),
+         slot1(A, s + 12, i64), slot1(A, s + 13, i32), slot1(A, s + 14, i32), slot1(A, s + 15, i32),
+         slot1(A, s + 16, i32), slot1(A, s + 17, i64), slot1(A, s + 18, i64), slot1(A, s + 19, i32),
+         slot1(A, s + 20, i32), slot1(A, s + 21, i64), slot1(A, s + 22, i64), slot1(A, s + 23, i32),
+         slot1(A, s + 24, i64), slot1(A, s + 25, i64), slot2(A, s + 26, u32), slot1(A, s + 27, i64),
+         slot1(A, s + 28, i64), slot1(A, s + 29, i32), slot1(A, s + 30, i32), slot1(A, s + 31, i64),
+         slot1(A, s + 32, i64))
     t = AT_T
-    T = (_v32(A, t), _v32(A, t + 1), _v32(A, t + 2), _v32(A, t + 3), _v32(A, t + 4))
+    T = (slot1(A, t, i32), slot1(A, t + 1, i32), slot1(A, t + 2, i32), slot1(A, t + 3, i32),
+         slot1(A, t + 4, i32))
     p = AT_P
-    P = (_v32(A, p), _m32(A, p + 1), _v32(A, p + 2), _v32(A, p + 3), _v32(A, p + 4), _v32(A, p + 5),
-         _v32(A, p + 6), _v64(A, p + 7), _v32(A, p + 8), _v32(A, p + 9), _v32(A, p + 10),
-         _v32(A, p + 11), _v32(A, p + 12), _v32(A, p + 13), _v32(A, p + 14))
+    P = (slot1(A, p, i32), slot2(A, p + 1, u32), slot1(A, p + 2, i32), slot1(A, p + 3, i32),
+         slot1(A, p + 4, i32), slot1(A, p + 5, i32), slot1(A, p + 6, i32), slot1(A, p + 7, i64),
+         slot1(A, p + 8, i32), slot1(A, p + 9, i32), slot1(A, p + 10, i32), slot1(A, p + 11, i32),
+         slot1(A, p + 12, i32), slot1(A, p + 13, i32), slot1(A, p + 14, i32))
     return G, S, T, P
 
 
@@ -1313,13 +1304,14 @@ def fill_mask_packed(A, mask):
     the counter deltas of the call land in the delta slot."""
     G, S, T, P = _unpack(A)
     m = AT_MATCHER
-    eos = _v64(A, m)
-    delta = _v64(A, m + 3)
+    i32, i64 = np.int32, np.int64
+    eos = slot1(A, m, i64)
+    delta = slot1(A, m + 3, i64)
     cnt = S[I_COUNTERS]
     for i in range(N_COUNTERS):
         delta[i] = -cnt[i]
     r = fill_mask(G, S, T, P, mask, A[3 * AT_SCALARS], A[3 * AT_SCALARS + 1], eos,
-                  _v32(A, m + 1), _v32(A, m + 2), _v32(A, m + 4), _v32(A, m + 5))
+                  slot1(A, m + 1, i32), slot1(A, m + 2, i32), slot1(A, m + 4, i32), slot1(A, m + 5, i32))
     for i in range(N_COUNTERS):
         delta[i] += cnt[i]
     return r

@@ -56,6 +56,35 @@ def view2(typingctx, addr, n0, n1, dtype):
     return arrty(addr, n0, n1, dtype), _view_codegen(arrty, 2)
 
 
+def _slot_codegen(arrty, ndim):
+    """Codegen of a view over the array whose triple is slot ``args[1]`` of vector ``args[0]``."""
+    view = _view_codegen(arrty, ndim)
+
+    def codegen(context, builder, sig, args):
+        vec = context.make_array(sig.args[0])(context, builder, args[0])
+        first = builder.mul(args[1], context.get_constant(types.intp, WIDTH))
+        triple = [builder.load(builder.gep(vec.data, [builder.add(first, context.get_constant(types.intp, i))]))
+                  for i in range(1 + ndim)]
+        return view(context, builder, sig, triple)
+    return codegen
+
+
+@intrinsic
+def slot1(typingctx, vec, k, dtype):
+    """``view1`` of the vector in array slot ``k`` of the address vector ``vec`` (``pack``):
+    one intrinsic, where ``view1(vec[3 * k], vec[3 * k + 1], dtype)`` types two getitems and
+    an inlined helper per array at every use."""
+    arrty = types.Array(dtype.dtype, 1, "C")
+    return arrty(vec, types.intp, dtype), _slot_codegen(arrty, 1)
+
+
+@intrinsic
+def slot2(typingctx, vec, k, dtype):
+    """``view2`` of the matrix in array slot ``k`` of the address vector ``vec`` (``pack``)."""
+    arrty = types.Array(dtype.dtype, 2, "C")
+    return arrty(vec, types.intp, dtype), _slot_codegen(arrty, 2)
+
+
 @intrinsic
 def fetch_add(typingctx, counter):
     """Atomically ``counter[0] += 1``; returns the value before (an int64 vector): threads
