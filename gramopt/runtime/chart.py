@@ -1,4 +1,4 @@
-"""The Earley chart as a tuple of numpy arrays (the kernels' ``S``), with growth on overflow.
+"""The Earley chart as a tuple of numpy arrays (the kernels' ``S``, a ``packed.Packed``), with growth on overflow.
 
 A chart never shrinks; popping sets is ``meta[N_SETS] = k``. Every kernel that returns
 OVERFLOW leaves the committed sets intact, so ``Chart.run`` grows the arrays and retries.
@@ -10,6 +10,7 @@ import numpy as np
 
 from . import earley as K
 from .limits import RuntimeLimits
+from .packed import Packed
 
 
 class Chart:
@@ -22,7 +23,7 @@ class Chart:
         slots = cache_slots if mask_words > 0 else 0
         self.n_rules = n_rules
         self.limits = limits or RuntimeLimits()
-        self.S = (
+        self.S = Packed((
             np.zeros(items, np.int64),  # items
             np.zeros(sets + 1, np.int32),  # set_start
             np.zeros(sets + 1, np.int32),  # grp_start
@@ -56,7 +57,7 @@ class Chart:
             np.zeros(1 << 11, np.int32),  # istart
             np.zeros(1 << 14, np.int64),  # ipool
             np.full(groups, -1, np.int64),  # gcode (content code of each waiter group)
-        )
+        ), K.LAYOUT_S)
 
     @property
     def n_sets(self) -> int:
@@ -78,7 +79,7 @@ class Chart:
         """An independent chart with the same committed sets (for ``Matcher.fork``)."""
         c = Chart.__new__(Chart)
         c.n_rules, c.limits = self.n_rules, self.limits
-        c.S = tuple(a.copy() for a in self.S)
+        c.S = Packed(tuple(a.copy() for a in self.S), K.LAYOUT_S)
         return c
 
     def grow(self) -> None:
@@ -118,7 +119,7 @@ class Chart:
         S[K.I_IKEY] = np.zeros(n, np.int64)
         S[K.I_IVAL] = np.full(n, -1, np.int32)
         K.rehash_interned(tuple(S))
-        self.S = tuple(S)
+        self.S = Packed(S, K.LAYOUT_S)
 
     def run(self, fn, *args):
         """Call kernel ``fn(G, S, *args)`` (G first in args), growing until no overflow."""

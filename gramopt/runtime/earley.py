@@ -37,7 +37,7 @@ import numpy as np
 
 from .compile import FINAL, HAS_OUT, REP_NULLABLE, REP_UNBOUNDED, REP_W, TAIL
 from .jit import kernel
-from .packed import fetch_add, pack_width, slot1, slot2, view1
+from .packed import fetch_add, pack_width, packed_at, slot1, view1
 
 # ---- state tuple layout (see EarleyState in chart.py)
 I_ITEMS, I_SET_START, I_GRP_START, I_GRP_RULE, I_GRP_FIRST, I_GRP_LEN, I_GRP_LEO = range(7)
@@ -166,7 +166,8 @@ def _closure(G, S, p, begin, end, gen, acc):
     """Predict/complete over items[begin:end) of set p until closed; return the new end,
     or -1 on overflow. Sets meta[ACC_FLAG] when an accepting item is present: (acc, 0), or
     any FINAL item with origin 0 when acc < 0."""
-    byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start, rule_nullable, reps = G
+    byte_next, ref_start, ref_rule, ref_target, flags = G[0], G[1], G[2], G[3], G[4]
+    state_rule, rule_start, rule_nullable, reps = G[5], G[6], G[7], G[8]
     nreal = len(flags)
     items = S[I_ITEMS]
     grp_start = S[I_GRP_START]
@@ -236,7 +237,8 @@ def _closure(G, S, p, begin, end, gen, acc):
 @kernel(helper=True)
 def _finalize(G, S, p, begin, end, gen):
     """Build set p's waiter groups (with Leo chain entries); False on overflow."""
-    byte_next, ref_start, ref_rule, ref_target, flags, state_rule, rule_start, rule_nullable, reps = G
+    byte_next, ref_start, ref_rule, ref_target, flags = G[0], G[1], G[2], G[3], G[4]
+    state_rule, rule_start, rule_nullable, reps = G[5], G[6], G[7], G[8]
     items = S[I_ITEMS]
     grp_start = S[I_GRP_START]
     grp_rule = S[I_GRP_RULE]
@@ -664,7 +666,7 @@ def walk_range(G, S, T, lo, hi, mask, acc):
     """Walk trie nodes [lo, hi) (a run of whole subtrees, depth-first) against the last set:
     set the bits of the tokens whose bytes keep the chart alive. Restores the chart.
     Returns 0, or -1 on overflow."""
-    tbyte, tdepth, tsize, tok_start, tok_ids = T
+    tbyte, tdepth, tsize, tok_start, tok_ids = T[0], T[1], T[2], T[3], T[4]
     meta = S[I_META]
     cnt = S[I_COUNTERS]
     base = meta[N_SETS]
@@ -867,7 +869,7 @@ def memo_walk_range(G, S, T, lo, hi, start, mask, acc, stack):
     """walk_range through the set automaton, from set ``start`` (the parent of node lo):
     set the bits of the tokens of trie nodes [lo, hi) whose bytes keep the chart alive.
     Returns 0, or -1 on overflow (the bits set so far are right; rerun after growing)."""
-    tbyte, tdepth, tsize, tok_start, tok_ids = T
+    tbyte, tdepth, tsize, tok_start, tok_ids = T[0], T[1], T[2], T[3], T[4]
     cnt = S[I_COUNTERS]
     trans = S[I_TRANS]
     r = S[I_META][W_ROOT]
@@ -943,9 +945,11 @@ def memo_walk_frames(G, S, T, P, fr, nf, mask, acc, stack, scratch, req):
     whose subtree took SUB_MIN nodes or more to walk are appended to ``req`` (count in
     ``req[0]``, as many as fit). Returns 0, or -1 on overflow (the bits set so far are
     right)."""
-    tbyte, tdepth, tsize, tok_start, tok_ids = T
-    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest = P[:7]
-    sub_key, sub_val, info, sub_node, sub_kind, sub_skip, aw_word, aw_bits = P[7:15]
+    tbyte, tdepth, tsize, tok_start, tok_ids = T[0], T[1], T[2], T[3], T[4]
+    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest = (
+        P[0], P[1], P[2], P[3], P[4], P[5], P[6])
+    sub_key, sub_val, info, sub_node, sub_kind, sub_skip, aw_word, aw_bits = (
+        P[7], P[8], P[9], P[10], P[11], P[12], P[13], P[14])
     lg = longest[0]
     cnt = S[I_COUNTERS]
     trans = S[I_TRANS]
@@ -1037,7 +1041,7 @@ def classify_state(G, S, T, state, node, aw_mask, out_node, out_kind, comp, path
     U(q) is returned as walk entries (node, kind) in depth-first order (memo_walk_frames walks them);
     returns their count, or -1 on overflow. The trie is walked through the set automaton
     (``path[d]`` / ``sets[d]`` = the node / the set at depth d below ``node``)."""
-    tbyte, tdepth, tsize, tok_start, tok_ids = T
+    tbyte, tdepth, tsize, tok_start, tok_ids = T[0], T[1], T[2], T[3], T[4]
     r = init_chart(G, S, state, 1, -1)
     if r < 0:
         return -1
@@ -1205,7 +1209,8 @@ def fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf, frames,
 @kernel(helper=True)
 def _fill_mask(G, S, T, P, mask, acc, start_state, eos, stack, roots_buf, frames, req):
     """fill_mask without the mask cache."""
-    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest = P[:7]
+    cls_id, aw_pool, ent_start, ent_node, ent_kind, ent_skip, longest = (
+        P[0], P[1], P[2], P[3], P[4], P[5], P[6])
     lg = longest[0]
     tbyte = T[0]
     for w in range(len(mask)):
@@ -1272,30 +1277,10 @@ PACKED_SLOTS = 69
 
 @kernel(inline="always")
 def _unpack(A):
-    """(G, S, T, P) of the address vector ``A`` (views over the packed arrays; slot1/slot2
-    read an array's triple and build its view in one intrinsic)."""
-    i32, i64, u32 = np.int32, np.int64, np.uint32
-    G = (slot1(A, 0, i32), slot1(A, 1, i32), slot1(A, 2, i32), slot1(A, 3, i32), slot1(A, 4, i32),
-         slot1(A, 5, i32), slot1(A, 6, i32), slot1(A, 7, i32), slot1(A, 8, i32))
-    s = AT_S
-    S = (slot1(A, s, i64), slot1(A, s + 1, i32), slot1(A, s + 2, i32), slot1(A, s + 3, i32),
-         slot1(A, s + 4, i32), slot1(A, s + 5, i32), slot1(A, s + 6, i32), slot1(A, s + 7, i32),
-         slot1(A, s + 8, i32), slot1(A, s + 9, i32), slot1(A, s + 10, i64), slot1(A, s + 11, i64),
-         slot1(A, s + 12, i64), slot1(A, s + 13, i32), slot1(A, s + 14, i32), slot1(A, s + 15, i32),
-         slot1(A, s + 16, i32), slot1(A, s + 17, i64), slot1(A, s + 18, i64), slot1(A, s + 19, i32),
-         slot1(A, s + 20, i32), slot1(A, s + 21, i64), slot1(A, s + 22, i64), slot1(A, s + 23, i32),
-         slot1(A, s + 24, i64), slot1(A, s + 25, i64), slot2(A, s + 26, u32), slot1(A, s + 27, i64),
-         slot1(A, s + 28, i64), slot1(A, s + 29, i32), slot1(A, s + 30, i32), slot1(A, s + 31, i64),
-         slot1(A, s + 32, i64))
-    t = AT_T
-    T = (slot1(A, t, i32), slot1(A, t + 1, i32), slot1(A, t + 2, i32), slot1(A, t + 3, i32),
-         slot1(A, t + 4, i32))
-    p = AT_P
-    P = (slot1(A, p, i32), slot2(A, p + 1, u32), slot1(A, p + 2, i32), slot1(A, p + 3, i32),
-         slot1(A, p + 4, i32), slot1(A, p + 5, i32), slot1(A, p + 6, i32), slot1(A, p + 7, i64),
-         slot1(A, p + 8, i32), slot1(A, p + 9, i32), slot1(A, p + 10, i32), slot1(A, p + 11, i32),
-         slot1(A, p + 12, i32), slot1(A, p + 13, i32), slot1(A, p + 14, i32))
-    return G, S, T, P
+    """(G, S, T, P) of the address vector ``A``: each a ``PackedType`` over its slots
+    (packed.packed_at), the same type a ``Packed`` tuple has in a kernel."""
+    return (packed_at(A, AT_G, LAYOUT_G), packed_at(A, AT_S, LAYOUT_S), packed_at(A, AT_T, LAYOUT_T),
+            packed_at(A, AT_P, LAYOUT_P))
 
 
 @kernel

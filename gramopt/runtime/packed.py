@@ -3,9 +3,10 @@
 numba unboxes every array argument of a call (a tuple of 32 chart arrays included) at
 ~50 ns each, which made the dispatch of a cache-hit mask cost more than the mask itself.
 Here the arrays are described once by ``pack`` as ``(address, rows, cols)`` int64 triples,
-and inside the kernel ``view1``/``view2`` rebuild each as a C-contiguous array over the
-same memory (no copy, no ownership: the caller keeps the arrays alive, see
-``Matcher._packed``, which holds the tuples it packed).
+and inside the kernel ``view1`` (or a constant index of a ``Packed``, below) rebuilds each
+as a C-contiguous array over the same memory (no copy, no ownership: the caller keeps the
+arrays alive, see ``Matcher._packed``, which holds the tuples it packed; a ``Packed``
+holds its own).
 
 Invariant: a packed vector names arrays that are alive and unchanged in shape; whoever
 replaces an array (``Chart.grow``, ``TokenTable._store``) makes its owner repack before
@@ -19,7 +20,10 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.core.datamodel import models
+from numba.core.imputils import lower_builtin
+from numba.core.typing.templates import AbstractTemplate, infer, signature
+from numba.extending import NativeValue, intrinsic, register_model, typeof_impl, unbox
 
 WIDTH = 3  # int64 slots per array: address, rows, cols (cols = rows for a vector)
 
@@ -49,13 +53,6 @@ def view1(typingctx, addr, n, dtype):
     return arrty(addr, n, dtype), _view_codegen(arrty, 1)
 
 
-@intrinsic
-def view2(typingctx, addr, n0, n1, dtype):
-    """The C-ordered ``n0 x n1`` matrix of ``dtype`` at address ``addr`` (a borrowed view)."""
-    arrty = types.Array(dtype.dtype, 2, "C")
-    return arrty(addr, n0, n1, dtype), _view_codegen(arrty, 2)
-
-
 def _slot_codegen(arrty, ndim):
     """Codegen of a view over the array whose triple is slot ``args[1]`` of vector ``args[0]``."""
     view = _view_codegen(arrty, ndim)
@@ -71,18 +68,10 @@ def _slot_codegen(arrty, ndim):
 
 @intrinsic
 def slot1(typingctx, vec, k, dtype):
-    """``view1`` of the vector in array slot ``k`` of the address vector ``vec`` (``pack``):
-    one intrinsic, where ``view1(vec[3 * k], vec[3 * k + 1], dtype)`` types two getitems and
-    an inlined helper per array at every use."""
+    """``view1`` of the vector in array slot ``k`` of the address vector ``vec`` (``pack``),
+    in one intrinsic."""
     arrty = types.Array(dtype.dtype, 1, "C")
     return arrty(vec, types.intp, dtype), _slot_codegen(arrty, 1)
-
-
-@intrinsic
-def slot2(typingctx, vec, k, dtype):
-    """``view2`` of the matrix in array slot ``k`` of the address vector ``vec`` (``pack``)."""
-    arrty = types.Array(dtype.dtype, 2, "C")
-    return arrty(vec, types.intp, dtype), _slot_codegen(arrty, 2)
 
 
 @intrinsic
@@ -134,3 +123,99 @@ def _layout(layout: str) -> list[tuple[int, int]]:
     if got is None:
         got = _LAYOUTS[layout] = [_KINDS[k] for k in layout.split()]
     return got
+
+
+# ---------------------------------------------------------------- a tuple of arrays as one pointer
+#
+# The kernels take the grammar, chart, trie and pools as tuples of arrays (G, S, T, P) and
+# read them with constant indices (``S[I_META]``). A tuple of 33 arrays is a big numba type:
+# typing it, and passing it by value (seven fields per array) from helper to helper, cost
+# ~0.4 s of compile per helper (benchmarks/results/cold_start-2026-11-27.md). ``Packed`` is
+# such a tuple (a ``tuple`` subclass: Python code reads it as before) that kernels receive
+# as ``PackedType``: one pointer to its arrays' ``(address, rows, cols)`` triples; a
+# constant index builds the view of that array (as ``view1`` does: same memory, same
+# shape), so a kernel's source and results are the same for a tuple and a Packed.
+
+
+class Packed(tuple):
+    """A tuple of arrays with ``layout`` (``pack``), also described by the int64 vector
+    ``vec`` of their triples; kernels receive it as ``PackedType(layout)``. The arrays are
+    the tuple's own, so they live as long as it; replacing one is making a new Packed."""
+
+    def __new__(cls, arrays, layout: str):
+        self = super().__new__(cls, arrays)
+        self.layout = layout
+        self.vec = pack(self, layout)  # checks each array against the layout
+        self.addr = int(self.vec.ctypes.data)
+        return self
+
+    def __reduce__(self):
+        return (Packed, (tuple(self), self.layout))
+
+
+class PackedType(types.Type):
+    """numba type of a ``Packed`` with ``layout``: a pointer to its triples."""
+
+    def __init__(self, layout: str):
+        self.layout = layout
+        self.kinds = tuple(_layout(layout))
+        super().__init__(name=f"Packed({layout})")
+
+    def slot_type(self, k: int) -> types.Array:
+        size, rank = self.kinds[k]
+        kind = self.layout.split()[k]
+        dtype = {"i32": types.int32, "i64": types.int64, "u32": types.uint32, "u32x2": types.uint32}[kind]
+        assert dtype.bitwidth == 8 * size
+        return types.Array(dtype, rank, "C")
+
+
+@register_model(PackedType)
+class _PackedModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, ir.IntType(64).as_pointer())
+
+
+@typeof_impl.register(Packed)
+def _typeof_packed(val, c):
+    return PackedType(val.layout)
+
+
+@unbox(PackedType)
+def _unbox_packed(typ, obj, c):
+    addr = c.pyapi.object_getattr_string(obj, "addr")
+    value = c.pyapi.long_as_longlong(addr)
+    c.pyapi.decref(addr)
+    return NativeValue(c.builder.inttoptr(value, ir.IntType(64).as_pointer()),
+                       is_error=c.pyapi.c_api_error())
+
+
+@infer
+class _PackedStaticGetItem(AbstractTemplate):
+    key = "static_getitem"
+
+    def generic(self, args, kws):
+        obj, idx = args
+        if isinstance(obj, PackedType) and isinstance(idx, int) and 0 <= idx < len(obj.kinds):
+            return signature(obj.slot_type(idx), *args)
+
+
+@lower_builtin("static_getitem", PackedType, types.IntegerLiteral)
+def _packed_getitem(context, builder, sig, args):
+    ptr, idx = args
+    arrty = sig.return_type
+    triple = [builder.load(builder.gep(ptr, [context.get_constant(types.intp, WIDTH * idx + i)]))
+              for i in range(1 + arrty.ndim)]
+    return _view_codegen(arrty, arrty.ndim)(context, builder, sig, triple)
+
+
+@intrinsic
+def packed_at(typingctx, vec, at, layout):
+    """The ``PackedType(layout)`` whose triples start at array slot ``at`` of the address
+    vector ``vec`` (``layout`` a constant string)."""
+    if not isinstance(layout, types.StringLiteral):
+        return None
+
+    def codegen(context, builder, sig, args):
+        a = context.make_array(sig.args[0])(context, builder, args[0])
+        return builder.gep(a.data, [builder.mul(args[1], context.get_constant(types.intp, WIDTH))])
+    return PackedType(layout.literal_value)(vec, types.intp, layout), codegen

@@ -26,6 +26,7 @@ import numpy as np
 
 from . import earley as K
 from .chart import Chart
+from .packed import Packed
 from .compile import REP_UNBOUNDED, REP_W, CompiledGrammar, HAS_OUT
 from .subtrees import SubtreeClasses, grown
 from .vocab import Vocab
@@ -81,8 +82,8 @@ class TokenTable:
         self.cg = cg
         self.vocab = vocab
         self.trie = vocab.trie
-        self.T = self.trie.arrays()
-        self.G = cg.arrays()
+        self.T = Packed(self.trie.arrays(), K.LAYOUT_T)
+        self.G = Packed(cg.arrays(), K.LAYOUT_G)
         self.classes: dict[int, StateClasses] = {}
         self._rows: dict[tuple, int] = {}  # row contents -> row (rows are shared)
         self.chart = Chart(cg.n_rules)
@@ -109,9 +110,9 @@ class TokenTable:
         self._runs: dict[int, tuple] = {}  # byte-edge runs per state (signatures)
         self.shared_hits = 0  # classes taken from another table (same vocabulary)
 
-    def _pools(self) -> tuple:
-        return (self.cls_id, self.aw_pool, self.ent_start, self.ent_node, self.ent_kind, self.ent_skip,
-                self._longest) + self.subtrees.arrays()
+    def _pools(self) -> Packed:
+        return Packed((self.cls_id, self.aw_pool, self.ent_start, self.ent_node, self.ent_kind,
+                       self.ent_skip, self._longest) + self.subtrees.arrays(), K.LAYOUT_P)
 
     def cls_index(self, q: int) -> int:
         """Where q's classes are named in ``cls_id`` (earley.cls_index)."""
