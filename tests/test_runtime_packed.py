@@ -10,7 +10,7 @@ import pytest
 from gramopt.runtime import Matcher
 from gramopt.runtime import earley as K
 from gramopt.runtime.chart import Chart
-from gramopt.runtime.packed import pack
+from gramopt.runtime.packed import Packed, pack, packed_at
 
 from test_runtime_masks import GRAMMARS, small_vocab
 
@@ -28,6 +28,33 @@ def test_pack_checks_item_size_rank_and_order():
         pack((np.zeros((3, 2), np.uint32).T,), "u32x2")  # Fortran order
     with pytest.raises(ValueError):
         pack((a32,), "i32 i32")
+
+
+def test_a_packed_tuple_is_the_tuple_in_python_and_its_views_in_a_kernel():
+    """A kernel reads and writes a Packed's arrays (constant indices, a matrix included)
+    as it does a plain tuple's, and ``packed_at`` over its vector is the same value."""
+    from numba import njit
+
+    def body(t):
+        t[0][1] = 40
+        return t[0][1] + t[1][2] + t[2][1, 2] + t[2].shape[0] * 100 + len(t[1])
+
+    layout = "i64 i32 u32x2"
+    arrays = (np.zeros(3, np.int64), np.arange(5, dtype=np.int32),
+              np.arange(6, dtype=np.uint32).reshape(2, 3))
+    p = Packed(arrays, layout)
+    assert isinstance(p, tuple) and all(a is b for a, b in zip(p, arrays)) and len(p) == 3
+    kernel = njit(body)
+
+    @njit
+    def through_vector(vec):
+        return kernel(packed_at(vec, 0, layout))
+
+    want = body(tuple(a.copy() for a in arrays))
+    assert kernel(p) == want == through_vector(p.vec) == 40 + 2 + 5 + 200 + 5
+    assert arrays[0][1] == 40  # the kernel wrote into the tuple's own array
+    with pytest.raises(TypeError, match="array 1"):
+        Packed(arrays, "i64 i64 u32x2")
 
 
 def _trajectory(m: Matcher, n: int, seed: int) -> list[int]:

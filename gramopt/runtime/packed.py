@@ -60,8 +60,8 @@ def _slot_codegen(arrty, ndim):
     def codegen(context, builder, sig, args):
         vec = context.make_array(sig.args[0])(context, builder, args[0])
         first = builder.mul(args[1], context.get_constant(types.intp, WIDTH))
-        triple = [builder.load(builder.gep(vec.data, [builder.add(first, context.get_constant(types.intp, i))]))
-                  for i in range(1 + ndim)]
+        at = [builder.add(first, context.get_constant(types.intp, i)) for i in range(1 + ndim)]
+        triple = [builder.load(builder.gep(vec.data, [i])) for i in at]
         return view(context, builder, sig, triple)
     return codegen
 
