@@ -17,7 +17,8 @@ Two modes, the defaults otherwise (full verification, the engine check):
     what earlier items left in per-process caches). The worker's start-up is not an item's.
 Items: ``--data`` a folder of JSONSchemaBench files (default the vendored 443,
 ``benchmarks/data/jsonschemabench``) or of grammars (``corpus``: every grammar file of the
-corpus); ``--every K`` keeps every K-th item (sorted by name), ``--limit N`` the first N of those.
+corpus); ``--every K`` keeps every K-th item (sorted by name), ``--skip S`` leaves out the first S
+of those (to finish a run cut short: rows are appended), ``--limit N`` keeps the next N.
 
 ``--tree`` runs another checkout's gramopt (its folder goes first on ``PYTHONPATH``), so the
 same script measures a base commit and its successor on one machine; every output is written
@@ -80,16 +81,16 @@ for line in sys.stdin:
 """
 
 
-def items(data: Path, every: int, limit: int | None) -> list[Path]:
+def items(data: Path, every: int, limit: int | None, skip: int = 0) -> list[Path]:
     """The items to optimize: a folder's schemas (``.json``) or grammar files, sorted, every
-    ``every``-th, the first ``limit`` of those."""
+    ``every``-th, the first ``limit`` of those after ``skip`` (to finish a run cut short)."""
     if str(data) == "corpus":
         sys.path.insert(0, str(ROOT / "tests"))
         from corpus_location import CORPUS
         files = sorted(p for p in Path(CORPUS).rglob("*") if p.suffix in GRAMMAR_EXTENSIONS)
     else:
         files = sorted(p for p in data.iterdir() if p.suffix == ".json")
-    files = files[::every]
+    files = files[::every][skip:]
     return files[:limit] if limit else files
 
 
@@ -195,6 +196,7 @@ def main() -> None:
     ap.add_argument("--data", default=str(DATA), help="a folder of schemas or grammars, or 'corpus'")
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--limit", type=int)
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first SKIP items (a run cut short)")
     ap.add_argument("--targets", default="portable", help="comma-separated")
     ap.add_argument("--modes", default="process,batch", help="process, batch or both")
     ap.add_argument("--tree", default=str(ROOT), help="the gramopt checkout to run")
@@ -205,7 +207,7 @@ def main() -> None:
     if args.compare:
         compare(Path(args.compare[0]), Path(args.compare[1]))
         return
-    files = items(Path(args.data), args.every, args.limit)
+    files = items(Path(args.data), args.every, args.limit, args.skip)
     out = Path(args.out or ROOT / "benchmarks" / "results" / f"optimize-cost-{time.strftime('%Y-%m-%d')}")
     out.mkdir(parents=True, exist_ok=True)
     tree = Path(args.tree).resolve()
