@@ -127,6 +127,32 @@ def test_traces_are_deterministic(xgrammar):
     assert {p.kind for p in a.trace} == {"sentence", "random walk"}
 
 
+def test_one_source_is_judged_once(xgrammar):
+    # the engine reads the printed source alone: a grammar that prints as the input does is the
+    # input to it (no trace, no comparison), and a source already judged keeps its verdict
+    from dataclasses import replace
+    check = xgrammar.EngineCheck("xgrammar", ebnf(PLAIN), steps=200)
+    renamed = ebnf(PLAIN.replace("root", "top") + "root ::= top\n")  # its start renamed: the writer
+    same_source = replace(renamed, rules=renamed.rules[:-1], start="top").check()  # calls it root again
+    assert same_source != check.original and check.adapter.source(same_source) == check.source
+    assert check.difference(same_source) is None and check.trace is None and check.spent == 0
+    first = check.difference(ebnf(ASSERTED))
+    spent = check.spent
+    assert first is not None and spent > 0
+    assert check.difference(ebnf(ASSERTED)) == first and check.spent == spent
+
+
+def test_byte_vocabulary_sentences_kept_by_the_caller_give_the_same_verdict():
+    pytest.importorskip("llguidance")
+    from gramopt.engines.llguidance import BYTE_SENTENCES, engine_difference
+    from gramopt.engines.llguidance import sentences as byte_sentences
+    a, b = parse(NESTED, "gbnf"), parse(AS_LEXEME, "gbnf")
+    kept = byte_sentences(a, BYTE_SENTENCES, 0)
+    found = engine_difference(a, b, texts=kept)
+    assert found is not None and found == engine_difference(a, b)
+    assert engine_difference(a, a, texts=kept) is None
+
+
 def test_samples_are_followed_first(xgrammar):
     check = xgrammar.EngineCheck("xgrammar", ebnf(PLAIN), steps=100, samples=(b'"abc"}',))
     trace = check._trace()

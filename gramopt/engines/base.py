@@ -3,6 +3,7 @@
     env = Env.create(vocab)              a vocabulary and its text tokenizer, shared by adapters
     eng = ENGINES["xgrammar"](env)       .missing: why it cannot run (None when it can)
     eng.prepare()                        tokenizer glue (the engine's own vocabulary object), untimed
+    eng.source(grammar)                  (dialect, text): all that compile reads of the grammar
     h = eng.compile(grammar)             the engine's compiled grammar; EngineError when refused
     m = eng.matcher(h)                   one decoding row: fill(out_row) / accept(t) / reset() /
                                          is_terminated(), with per-call seconds in fill_s, accept_s
@@ -120,6 +121,13 @@ class Engine:
             if not (out[t >> 5] >> (t & 31)) & 1 or not m.accept(t):
                 raise EngineError(f"{self.name} rejects token {t} at step {len(m.fill_s) - 1}")
         return list(m.fill_s)
+
+    def source(self, grammar: Grammar) -> tuple[str, str]:
+        """(dialect, text): everything ``compile`` reads of ``grammar``. An engine is a
+        function of its source and the vocabulary, so two grammars with one source are one
+        grammar to it: the same compiled form, the same masks (the judge compiles one source
+        once). ``EngineError`` when the dialect cannot spell the grammar."""
+        return self.dialect, self.printed(grammar)
 
     def printed(self, grammar: Grammar, dialect: str | None = None) -> str:
         """The grammar as the engine reads it; a construct the dialect cannot spell is the

@@ -421,7 +421,7 @@ class LlamaCpp(Engine):
 
     def compile(self, grammar: Grammar) -> LlamaGrammar:
         try:
-            return LlamaGrammar.compile(self.printed(grammar), self.env.vocab)
+            return LlamaGrammar.compile(self.source(grammar)[1], self.env.vocab)
         except LlamaCppError as e:
             raise EngineError(str(e)) from None
 

@@ -45,6 +45,7 @@ from ..verify.symbols import compile_grammar
 from .base import Engine, EngineError, EngineMatcher
 
 EOS = 256
+BYTE_SENTENCES = 48  # sentences of the original followed byte by byte
 
 
 @dataclass
@@ -87,12 +88,23 @@ def _matcher(grammar: Grammar):
     return None if m.is_error() else m
 
 
-def _allowed(m, buf) -> frozenset[int]:
+def _fill(m, buf) -> bytes:
+    """The matcher's mask of the 257 tokens, as bytes (the padding bits past EOS cleared)."""
     import llguidance.numpy as llnp
-    import numpy as np
     llnp.fill_next_token_bitmask(m, buf, 0)
+    words = EOS // 32
+    return buf[0, :words].tobytes() + int(buf[0, words] & ((2 << (EOS % 32)) - 1)).to_bytes(4, "little")
+
+
+def _allowed(buf) -> frozenset[int]:
+    """The tokens a filled 257-token mask allows."""
+    import numpy as np
     bits = np.unpackbits(buf[0].view(np.uint8), bitorder="little")[:EOS + 1]
     return frozenset(np.flatnonzero(bits).tolist())
+
+
+def _has(buf, x: int) -> bool:
+    return bool((int(buf[0, x >> 5]) >> (x & 31)) & 1)
 
 
 def sentences(grammar: Grammar, n: int, seed: int = 0, max_depth: int = 10) -> list[bytes]:
@@ -104,11 +116,12 @@ def sentences(grammar: Grammar, n: int, seed: int = 0, max_depth: int = 10) -> l
     return list(dict.fromkeys(bytes(random_sentence(cg, rng, max_depth, hts)) for _ in range(n)))
 
 
-def engine_difference(original: Grammar, optimized: Grammar, samples: int = 48,
-                      seed: int = 0) -> Difference | None:
+def engine_difference(original: Grammar, optimized: Grammar, samples: int = BYTE_SENTENCES,
+                      seed: int = 0, texts: list[bytes] | None = None) -> Difference | None:
     """The first step at which llguidance treats the two grammars differently along random
-    sentences of ``original`` (module docstring); None when none is found. A grammar that
-    llguidance does not load is a difference only when the original loads."""
+    sentences of ``original`` (module docstring; ``texts``: ``sentences(original, samples,
+    seed)`` when the caller keeps them); None when none is found. A grammar that llguidance
+    does not load is a difference only when the original loads."""
     import llguidance.numpy as llnp
     if original.dialect == "lark" or optimized.dialect == "lark":
         return None  # sentences of a Lark grammar are terminal sequences, not bytes
@@ -119,14 +132,14 @@ def engine_difference(original: Grammar, optimized: Grammar, samples: int = 48,
     if mb is None:
         return Difference(b"", [], [])
     buf_a, buf_b = llnp.allocate_token_bitmask(1, EOS + 1), llnp.allocate_token_bitmask(1, EOS + 1)
-    for text in sentences(original, samples, seed):
+    for text in sentences(original, samples, seed) if texts is None else texts:
         ma.reset()
         mb.reset()
         for i, x in enumerate(list(text) + [EOS]):
-            a, b = _allowed(ma, buf_a), _allowed(mb, buf_b)
-            if a != b:
+            if _fill(ma, buf_a) != _fill(mb, buf_b):
+                a, b = _allowed(buf_a), _allowed(buf_b)
                 return Difference(text[:i], sorted(a - b), sorted(b - a))
-            if x not in a or not ma.consume_token(x):
+            if not _has(buf_a, x) or not ma.consume_token(x):
                 break
             if not mb.consume_token(x):
                 return Difference(text[:i], [x], [])
@@ -206,11 +219,16 @@ class Llguidance(Engine):
                 eos_token=v.eos_ids[0], n_vocab=len(v))
         return self.env.cache["llg_tok"]
 
+    def source(self, grammar: Grammar) -> tuple[str, str]:
+        """A Lark grammar as Lark (its lexer is its own), any other as GBNF."""
+        kind = "lark" if grammar.dialect == "lark" else "gbnf"
+        return kind, self.printed(grammar, kind)
+
     def compile(self, grammar: Grammar):
         import llguidance as llg
         import llguidance.numpy as llnp
-        kind = "lark" if grammar.dialect == "lark" else "gbnf"
-        m = llg.LLMatcher(self._tok(), llg.grammar_from(kind, self.printed(grammar, kind)), log_level=0)
+        kind, text = self.source(grammar)
+        m = llg.LLMatcher(self._tok(), llg.grammar_from(kind, text), log_level=0)
         if m.is_error():
             raise EngineError(f"llguidance: {m.get_error().strip().splitlines()[0][:160]}")
         bm = llnp.allocate_token_bitmask(1, len(self.env.vocab))

@@ -124,7 +124,7 @@ class Xgrammar(Engine):
 
     def compile(self, grammar: Grammar):
         try:
-            return _compile_text(self.printed(grammar), self.env.vocab)
+            return _compile_text(self.source(grammar)[1], self.env.vocab)
         except Exception as e:  # noqa: BLE001 - xgrammar raises RuntimeError and friends
             raise EngineError(f"xgrammar: {first_line(e)}") from None
 

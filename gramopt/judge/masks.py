@@ -179,6 +179,9 @@ class EngineCheck:
             self.handle = self.adapter.compile(original)
         except Exception as e:  # noqa: BLE001 - an adapter's EngineError, or the engine's own
             raise NotChecked(f"{engine} refuses the input ({_first_line(e)})") from None
+        self.source = self.adapter.source(original)  # printed already by compile: cannot fail
+        self._found: dict[tuple[str, str], MaskDifference | None] = {}  # by the candidate's source
+        self._byte_texts: list[bytes] | None = None  # llguidance's byte-vocabulary sentences
         self.samples, self.texts = tuple(samples), tuple(texts)
         self.trace: list[_Path] | None = None
         self.spent = 0        # mask comparisons made on candidates
@@ -246,11 +249,29 @@ class EngineCheck:
     # ------------------------------------------------------------ a candidate
     def difference(self, candidate: Grammar) -> MaskDifference | None:
         """The first step where the engine tells ``candidate`` from the input (module
-        docstring), or None. Costs at most ``steps`` mask comparisons."""
+        docstring), or None. Costs at most ``steps`` mask comparisons, and nothing for a
+        candidate whose source (``Engine.source``: all the engine reads of a grammar) is the
+        input's or one already judged: the engine is a function of its source and the
+        vocabulary, and the trace is fixed, so the verdict is the one it had (None for the
+        input's own source: the same masks at every step)."""
         if candidate == self.original or self.steps == 0:
             return None
+        try:
+            source = self.adapter.source(candidate)
+        except Exception:  # noqa: BLE001 - the compile below says why, as the engine's refusal
+            return self._difference(candidate)
+        if source == self.source:
+            return None
+        if source not in self._found:
+            self._found[source] = self._difference(candidate)
+        return self._found[source]
+
+    def _difference(self, candidate: Grammar) -> MaskDifference | None:
         if self.engine == "llguidance":
-            found = _byte_vocabulary_difference(self.original, candidate)
+            if self._byte_texts is None and self.original.dialect != "lark":
+                from ..engines.llguidance import BYTE_SENTENCES, sentences as byte_sentences
+                self._byte_texts = byte_sentences(self.original, BYTE_SENTENCES, 0)
+            found = _byte_vocabulary_difference(self.original, candidate, self._byte_texts)
             if found is not None:
                 return found
         trace = self._trace()
@@ -332,11 +353,13 @@ class EngineCheck:
         return self._recognizer
 
 
-def _byte_vocabulary_difference(original: Grammar, candidate: Grammar) -> MaskDifference | None:
+def _byte_vocabulary_difference(original: Grammar, candidate: Grammar,
+                                texts: list[bytes] | None = None) -> MaskDifference | None:
     """llguidance's check over a 257-token byte vocabulary (``engines/llguidance.py``): its
-    greedy lexer's refusals show byte by byte, along 48 derived sentences."""
+    greedy lexer's refusals show byte by byte, along 48 derived sentences (``texts``: those
+    sentences, derived once per input by the caller)."""
     from ..engines.llguidance import EOS, engine_difference
-    d = engine_difference(original, candidate)
+    d = engine_difference(original, candidate, texts=texts)
     if d is None or not (d.only_original or d.only_optimized):
         return None  # (nothing, or a candidate it refuses: the full vocabulary's check says which)
     spell = lambda xs: tuple(b"" if x == EOS else bytes([x]) for x in xs)  # noqa: E731
