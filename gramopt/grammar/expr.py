@@ -228,10 +228,13 @@ def complement_ranges(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, i
 def walk(expr: Expr) -> Iterator[Expr]:
     """Every node of ``expr``, pre-order."""
     stack = [expr]
+    pop, extend = stack.pop, stack.extend
     while stack:
-        node = stack.pop()
+        node = pop()
         yield node
-        stack.extend(reversed(node.children()))
+        kids = node.children()
+        if kids:
+            extend(reversed(kids))
 
 
 # Passes never build a rule body nested deeper than this (``depth``): readers accept 100
@@ -251,12 +254,35 @@ def depth(expr: Expr) -> int:
 
 
 def refs(expr: Expr) -> list[str]:
-    """Names of rules referenced in ``expr``, in order of first appearance."""
+    """Names of rules referenced in ``expr``, in order of first appearance (``walk``'s
+    pre-order, written out: the pipeline asks this of every body many times)."""
     seen: dict[str, None] = {}
-    for node in walk(expr):
+    stack = [expr]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        node = pop()
         if isinstance(node, Ref):
             seen.setdefault(node.name, None)
+        else:
+            kids = node.children()
+            if kids:
+                extend(reversed(kids))
     return list(seen)
+
+
+def count_nodes(expr: Expr, limit: int | None = None) -> int:
+    """The number of nodes of ``expr`` (``walk``'s count), or ``limit + 1`` as soon as it
+    exceeds ``limit``."""
+    n, stack = 0, [expr]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        n += 1
+        if limit is not None and n > limit:
+            return n
+        kids = pop().children()
+        if kids:
+            extend(kids)
+    return n
 
 
 def transform(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:

@@ -6,6 +6,7 @@
         coverage.py      a shortest sentence through every production, both ways
         derivations.py   random sentences of each grammar checked in the other
         regular.py       exact automaton comparison for (strongly) regular grammars
+        unchanged.py     (incremental=True) the changed rules only, unchanged ones as letters
     Bounds, VerifyResult, Counterexample         result.py
 
 A reported difference is always real; equality is proved only where a method says

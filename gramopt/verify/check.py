@@ -38,6 +38,7 @@ from .reference import Recognizer
 from .regular import exact_check
 from .result import Bounds, Counterexample, VerifyResult, WorkBudget, WorkBudgetSpent
 from .symbols import grammar_atoms, is_lark
+from .unchanged import abstract_unchanged
 
 METHODS = {
     "enumeration": enumerate_check,
@@ -62,9 +63,45 @@ def recognizers(original: Grammar, candidate: Grammar, budget: WorkBudget | None
 
 
 def check_equivalence(original: Grammar, candidate: Grammar, bounds: Bounds = Bounds(),
-                      methods=tuple(METHODS)) -> VerifyResult:
+                      methods=tuple(METHODS), incremental: bool = False) -> VerifyResult:
+    """The verdict of every method in ``methods`` (module docstring). ``incremental``: first
+    check only the rules that changed, the unchanged ones as letters (``unchanged``); its
+    "same" stands (``stats["unchanged"]``), anything else — a difference, a spent budget —
+    is decided by the full check, so a difference is always the full check's. Off by
+    default: the abstraction spends less of the work budget than the full check, so a
+    check that would stop at its budget may finish, and the pipeline then keeps another
+    output."""
     with paused():  # (gramopt.collector: millions of live sets and items, nothing to collect)
+        if incremental:
+            res = _unchanged_first(original, candidate, bounds, methods)
+            if res is not None:
+                return res
         return _check(original, candidate, bounds, methods)
+
+
+def _unchanged_first(original: Grammar, candidate: Grammar, bounds: Bounds, methods) -> VerifyResult | None:
+    """The verdict "same language" of the changed rules alone (``unchanged``), or None when
+    that check does not say "same" within its bounds and budget (or does not apply: Lark,
+    nothing unchanged, large repetitions among the changed rules, which the full check
+    reads as letters)."""
+    t0 = time.perf_counter()
+    check_size(original)
+    check_size(candidate)
+    un = abstract_unchanged(original, candidate)
+    if un is None:
+        return None
+    note = {"rules": un.rules, "letters": len(un.letters)}
+    budget = WorkBudget(bounds.max_work)
+    if un.identical:
+        note.update(identical=True, exact=True)  # the start rule's whole sub-grammar is the same
+        return _done(VerifyResult(True, None, {"unchanged": note}), None, budget, t0)
+    if abstract(un.original, un.candidate) is not None:
+        return None
+    res = _methods(un.original, un.candidate, bounds, methods, budget, un.letters)
+    if not res.ok or res.stats.get("work_spent") or res.stats.get("safety_limit"):
+        return None
+    res.stats["unchanged"] = note
+    return _done(res, None, budget, t0)
 
 
 def _check(original: Grammar, candidate: Grammar, bounds: Bounds, methods) -> VerifyResult:

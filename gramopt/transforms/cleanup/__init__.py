@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ...grammar import Grammar
+from ...grammar.memo import remembered_pass
 from .char_classes import merge_char_alternatives
 from .common import fixpoint
 from .duplicates import remove_duplicate_alternatives
@@ -41,18 +42,21 @@ from .unreachable import remove_unreachable
 
 Pass = Callable[[Grammar], Grammar]
 
-PASSES: dict[str, Pass] = {
-    "equivalent-rules": merge_equivalent_rules,
-    "unproductive": remove_unproductive,
-    "unreachable": remove_unreachable,
-    "epsilon": simplify_epsilon,
-    "repetition": canonicalize_repetition,
-    "duplicates": remove_duplicate_alternatives,
-    "char-classes": merge_char_alternatives,
-    "fusion": fuse_literals,
-    "factoring": factor_alternatives,
-}
-"""The passes by stable name, in :func:`simplify`'s order."""
+PASSES: dict[str, Pass] = {name: remembered_pass(2)(fn) for name, fn in (
+    ("equivalent-rules", merge_equivalent_rules),
+    ("unproductive", remove_unproductive),
+    ("unreachable", remove_unreachable),
+    ("epsilon", simplify_epsilon),
+    ("repetition", canonicalize_repetition),
+    ("duplicates", remove_duplicate_alternatives),
+    ("char-classes", merge_char_alternatives),
+    ("fusion", fuse_literals),
+    ("factoring", factor_alternatives),
+)}
+"""The passes by stable name, in :func:`simplify`'s order. Each remembers its last outputs
+(``grammar.memo.remembered_pass``: a pure function run again on the very same objects —
+the pipeline, the guard's baseline and the judge's fallbacks all start from the input —
+returns what it gave)."""
 
 
 REDUNDANCY = ("equivalent-rules", "unreachable", "fusion")
@@ -61,6 +65,7 @@ rules the start cannot reach, literals split in pieces (``"a" "bc"`` → ``"abc"
 the language (its module's argument) and leaves pinned rules as written."""
 
 
+@remembered_pass(2)
 def remove_redundancy(grammar: Grammar) -> Grammar:
     """``grammar`` with the ``REDUNDANCY`` clean-ups run to their fixpoint: what the default
     target keeps when its optimized output is rejected (``targets.portable``)."""

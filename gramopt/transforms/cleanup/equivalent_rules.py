@@ -83,13 +83,13 @@ not the start rule, so user-named rules survive their generated copies (which co
 from __future__ import annotations
 
 from dataclasses import replace
-from itertools import islice
 
-from ...grammar import (Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, rebuilds_as_is, refs, rename_refs,
+from ...grammar import (Alt, CharClass, Epsilon, Expr, Literal, Grammar, Ref, Repeat, Rule, Seq, alt, rebuilds_as_is, refs, rename_refs,
                         seq, transform, walk)
+from ...grammar.expr import count_nodes
 from ...grammar.analysis import _cyclic
 from .common import is_lark
-from .fusion import fuse_items
+from .fusion import fuse_items, literal_text
 
 
 def _pinned(grammar: Grammar) -> set[str]:
@@ -164,7 +164,8 @@ def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
     signature is a constant (the closed rules, and rules naming only closed rules whose
     reading is over the size limit: they are never unfolded, and like closed rules share
     blocks only with each other)."""
-    defs = {r.name: _fused(one_rule_solution(r) or r.body) for r in grammar.rules}
+    fused = {r.name: _fused(r.body) for r in grammar.rules}
+    defs = {r.name: fused[r.name] if (s := one_rule_solution(r)) is None else _fused(s) for r in grammar.rules}
     pinned = {r.name for r in grammar.rules if r.pinned}
     named = {n: refs(d) for n, d in defs.items()}
     graph = {n: [m for m in ms if m in defs] for n, ms in named.items()}
@@ -195,15 +196,38 @@ def unfolded_bodies(grammar: Grammar) -> tuple[dict[str, Expr], dict[str, int]]:
                 continue
             depth[n] = 1 + max((depth[m] for m in graph[n]), default=-1)  # its signature is a constant
             body = _unfold(defs[n], closed)
-            if n not in pinned and sum(1 for _ in islice(walk(body), UNFOLD_LIMIT + 1)) <= UNFOLD_LIMIT:
+            if n not in pinned and count_nodes(body, UNFOLD_LIMIT) <= UNFOLD_LIMIT:
                 closed[n] = body  # (a pinned rule is never read through: it stays a name)
-    return {r.name: _unfold(_fused(r.body), closed) for r in grammar.rules}, depth
+    return {r.name: _unfold(fused[r.name], closed) for r in grammar.rules}, depth
 
 
 def _fused(e: Expr) -> Expr:
     """``e`` with adjacent literals fused (``fusion.fuse_items``: the same language), so a copy
-    whose literals are split (``"a" "bc"``) reads like the original ``"abc"``."""
-    return transform(e, lambda x: fuse_items(x) if isinstance(x, Seq) else x)
+    whose literals are split (``"a" "bc"``) reads like the original ``"abc"``: ``transform(e,
+    fuse_items on every Seq)`` written out, a sequence with no two adjacent literals kept
+    as it is (``fuse_items`` would rebuild it equal)."""
+    if isinstance(e, Seq):
+        new = [_fused(i) for i in e.items]
+        x = e if rebuilds_as_is(e, new) else seq(*new)
+        return fuse_items(x) if isinstance(x, Seq) and _has_literal_run(x.items) else x
+    if isinstance(e, Alt):
+        new = [_fused(i) for i in e.items]
+        return e if rebuilds_as_is(e, new) else alt(*new)
+    if isinstance(e, Repeat):
+        item = _fused(e.item)
+        return e if item is e.item else type(e)(item, e.min, e.max)
+    return e
+
+
+def _has_literal_run(items: tuple[Expr, ...]) -> bool:
+    """Whether two adjacent items are literals (``fusion.literal_text``): what ``fuse_items`` fuses."""
+    before = False
+    for i in items:
+        now = isinstance(i, (Literal, CharClass)) and literal_text(i) is not None
+        if now and before:
+            return True
+        before = now
+    return False
 
 
 def _unfold(e: Expr, closed: dict[str, Expr]) -> Expr:
@@ -242,8 +266,9 @@ def _blocks(grammar: Grammar, bodies: dict[str, Expr]) -> dict[str, int]:
     templates: dict[tuple, int] = {}
     shape: dict[str, int] = {}
     named: dict[str, tuple[str, ...]] = {}
+    memo: dict[int, tuple[tuple, tuple[str, ...]]] = {}  # by node identity: readings are shared
     for r in grammar.rules:
-        template, named[r.name] = _template(bodies[r.name], known)
+        template, named[r.name] = _template(bodies[r.name], known, memo)
         shape[r.name] = templates.setdefault(template, len(templates))
     # a pinned rule starts (so stays) in a block of its own: merging a rule that names it
     # with an equal one naming another rule would move it into that rule's contexts
@@ -265,25 +290,31 @@ def _blocks(grammar: Grammar, bodies: dict[str, Expr]) -> dict[str, int]:
 _HOLE = object()
 
 
-def _template(body: Expr, known: set[str]) -> tuple[tuple, tuple[str, ...]]:
+def _template(body: Expr, known: set[str], memo: dict[int, tuple[tuple, tuple[str, ...]]]
+              ) -> tuple[tuple, tuple[str, ...]]:
     """(the body's template, the rules it names in walk order): the template is the body in
     pre-order, each inner node as its kind and arity (a Repeat with its bounds), each leaf
     as itself and each reference to a rule of ``known`` as one placeholder. Bodies here are
     built by the smart constructors (``unfolded_bodies``), so equal templates are equal
-    bodies once every such reference is replaced by the placeholder."""
-    template: list = []
-    named: list[str] = []
-    for e in walk(body):
-        if isinstance(e, (Seq, Alt)):
-            template.append((type(e), len(e.items)))
-        elif isinstance(e, Repeat):
-            template.append((Repeat, e.min, e.max))
-        elif isinstance(e, Ref) and e.name in known:
-            template.append(_HOLE)
-            named.append(e.name)
-        else:
-            template.append(e)
-    return tuple(template), tuple(named)
+    bodies once every such reference is replaced by the placeholder. ``memo`` holds the
+    answer per inner node by identity (the caller keeps the nodes alive): an unfolded
+    reading appears, as one object, in every body that names its rule."""
+    if isinstance(body, (Seq, Alt, Repeat)):
+        hit = memo.get(id(body))
+        if hit is not None:
+            return hit
+        kids = body.items if isinstance(body, (Seq, Alt)) else (body.item,)
+        template: list = [(type(body), len(kids)) if isinstance(body, (Seq, Alt)) else (Repeat, body.min, body.max)]
+        named: list[str] = []
+        for k in kids:
+            t, n = _template(k, known, memo)
+            template.extend(t)
+            named.extend(n)
+        hit = memo[id(body)] = (tuple(template), tuple(named))
+        return hit
+    if isinstance(body, Ref) and body.name in known:
+        return (_HOLE,), (body.name,)
+    return (body,), ()
 
 
 def _redirect(grammar: Grammar, mapping: dict[str, str]) -> Grammar:
@@ -310,6 +341,7 @@ def merge_equivalent_rules(grammar: Grammar) -> Grammar:
         members.setdefault(b, []).append(name)
     mapping: dict[str, str] = {}
     body: dict[str, Expr] = {}
+    rules = grammar.rule_map
     for names in members.values():
         reps = [n for n in names if n != grammar.start]
         if len(names) < 2 or not reps:
@@ -319,8 +351,8 @@ def merge_equivalent_rules(grammar: Grammar) -> Grammar:
         if all(n in depth for n in names):  # closed: a member of least depth
             best = min(names, key=lambda n: depth[n])
         else:  # the member naming the fewest rules outside the block
-            best = min(names, key=lambda n: len(set(refs(grammar.rule(n).body)).difference(names)))
-        body[rep] = grammar.rule(best).body
+            best = min(names, key=lambda n: len(set(refs(rules[n].body)).difference(names)))
+        body[rep] = rules[best].body
     if not mapping:
         return grammar
     grammar = grammar.replace_rules(replace(r, body=body.get(r.name, r.body)) for r in grammar.rules)
