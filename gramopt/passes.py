@@ -450,28 +450,6 @@ def request_bounds(a: Grammar, b: Grammar):
     return Bounds(derivations=min(MAX_REQUEST_DERIVATIONS, n), max_depth=REQUEST_DERIVATION_DEPTH), ("derivations",)
 
 
-WORK_LIMITS = ("max_nodes", "max_iterations", "max_verify_work", "max_cleanup_work",
-               "max_inline_work", "max_engine_check_steps")  # options that shape the output
-_LIMIT_FIELDS = {"max_nodes": "nodes", "max_iterations": "iterations", "max_cleanup_work": "cleanup_work",
-                 "max_inline_work": "inline_work", "max_engine_check_steps": "engine_check_steps"}
-
-
-def work_limits(max_nodes: int | None = None, max_iterations: int | None = None,
-                max_verify_work: int | None = None, max_cleanup_work: int | None = None,
-                max_inline_work: int | None = None, max_engine_check_steps: int | None = None) -> dict:
-    """``passes.optimize``'s ``limits`` (the e-graph's, the clean-ups', the inliner's and the
-    judge's budgets) and ``bounds`` (the language check's) for the work limits given on the
-    command line (None: the default)."""
-    given = dict(max_nodes=max_nodes, max_iterations=max_iterations, max_verify_work=max_verify_work,
-                 max_cleanup_work=max_cleanup_work, max_inline_work=max_inline_work,
-                 max_engine_check_steps=max_engine_check_steps)
-    for name, value in given.items():
-        if value is not None and value < 0:
-            raise GrammarError(f"--{name.replace('_', '-')} must not be negative (got {value})")
-    lim = Limits(**{f: given[k] for k, f in _LIMIT_FIELDS.items() if given[k] is not None})
-    return {"limits": lim, "bounds": Bounds(max_work=max_verify_work) if max_verify_work is not None else None}
-
-
 def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=None, limits: Limits | None = None,
              verify: bool = True, callback=None, cost_model: str | None = None, fast: bool = False,
              bounds: "Bounds | None" = None, keep=(), samples: tuple[bytes, ...] = ()) -> Result:
@@ -646,5 +624,5 @@ def _bisect(grammar: Grammar, pm: PassManager, check) -> str | None:
     return None
 
 
-__all__ = ["DEFAULT_PASSES", "PASSES", "REQUEST_PASSES", "WORK_LIMITS", "OptimizationError", "PassManager",
-           "PassReport", "Report", "Result", "changed_rules", "optimize", "request_bounds", "Limits", "work_limits"]
+__all__ = ["DEFAULT_PASSES", "PASSES", "REQUEST_PASSES", "OptimizationError", "PassManager",
+           "PassReport", "Report", "Result", "changed_rules", "optimize", "request_bounds", "Limits"]

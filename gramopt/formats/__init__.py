@@ -175,6 +175,13 @@ def read_text(path: str, dialect: str | None = None) -> str:
             col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
             raise GrammarError("file is not valid UTF-8 text", SourcePos(line, col), path) from None
         text = raw.decode("latin-1")
+    return clean_text(text, path)
+
+
+def clean_text(text: str, path: str | None = None) -> str:
+    """Decoded grammar text under gramopt's encoding rule (``read_text``): a leading
+    byte-order mark dropped, a NUL byte a ``GrammarError`` at its position."""
+    from ..grammar import SourcePos
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\x00" in text:
