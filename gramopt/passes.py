@@ -71,6 +71,7 @@ from .rewrites import FAMILIES, rules as rewrite_rules
 from .stage import stage
 from .verify import Bounds
 from .transforms.cleanup import PASSES as CLEANUPS
+from .transforms.fixpoint import fixpoint
 from .transforms.inline import Budget as InlineBudget, inline_rules, is_leaf, rule_kappa
 from .targets import INLINE_LEAVES, INLINE_NONE, Target
 
@@ -216,8 +217,9 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
     spent, runs = 0, 0
     measured, work = None, 0  # the grammar last charged, and its charge (most runs change nothing)
     returned: dict = {}  # each clean-up's last output (every clean-up is idempotent: cleanup/__init__.py)
-    for _ in range(16):  # rounds to a fixpoint, as cleanup.simplify does
-        start = g
+
+    def round_(g: Grammar) -> Grammar:
+        nonlocal spent, runs, measured, work
         for n, fn in cleanups.items():
             if g is not measured:
                 measured, work = g, cleanup_work(g)
@@ -225,7 +227,7 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
                 rep.stops.append(f"stopped: its work budget ({ctx.limits.cleanup_work:,} expression nodes and "
                                  f"code points over its runs) was spent after {runs} clean-up runs, before "
                                  f"'{n}'; the grammar so far is kept")
-                return g
+                raise _Spent(g)
             spent, runs = spent + work, runs + 1
             if returned.get(n) is g:  # its own output, untouched since: idempotent, nothing to do
                 continue
@@ -233,9 +235,19 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
             g = returned[n] = fn(g)
             if g != before:
                 rep.fired[n] = rep.fired.get(n, 0) + 1
-        if g == start:
-            break
-    return g
+        return g
+    try:
+        return fixpoint(round_, g, 16)  # rounds to a fixpoint, as cleanup.simplify does
+    except _Spent as stop:
+        return stop.grammar
+
+
+class _Spent(Exception):
+    """A budget ran out inside a round; ``grammar`` is what was reached (kept as it is)."""
+
+    def __init__(self, grammar: Grammar):
+        super().__init__()
+        self.grammar = grammar
 
 
 def cleanup_work(g: Grammar) -> int:
@@ -382,14 +394,17 @@ class PassManager:
         saturation undoes them (they are idempotent and end in their own fixpoint)."""
         core = [n for n in self.names if n != "target"]
         out, reports = self.run(g, core)
-        for round_ in range(2, 11):
-            again, more = self.run(out, core)
-            if again == out:
-                break
-            for p in more:
-                p.name = f"{p.name}#{round_}"
-            reports += more
-            out = again
+        last: list = []  # the reports of the round just run (kept when it changed the grammar)
+
+        def again(g: Grammar) -> Grammar:
+            g, last[:] = self.run(g, core)
+            return g
+
+        def kept(k: int, _: Grammar) -> None:
+            for p in last:
+                p.name = f"{p.name}#{k + 2}"  # round 1 ran above
+            reports.extend(last)
+        out = fixpoint(again, out, 9, kept)
         if "target" in self.names:
             out, rep = self.run_pass("target", out)
             reports.append(rep)

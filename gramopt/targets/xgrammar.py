@@ -51,6 +51,7 @@ corpus samples.
 from __future__ import annotations
 
 from ..grammar import Grammar, Regex, Terminal, walk
+from ..transforms.fixpoint import fixpoint
 from ..transforms.reshape import (infer_lookaheads, inline_small_regular_rules, lift_star_alternations,
                                   remove_left_recursion, wrap_referenced_root)
 
@@ -81,15 +82,17 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
         g, wrapped = wrap_referenced_root(g)
         _count(fired, notes, "xgrammar-root-wrapper", [wrapped] if wrapped else [], "root delegates to")
         return g
-    for _ in range(16):  # each step can open the way for another (an inlined ws makes its
-        start = g        # caller small and regular): to a fixpoint, so the pass is idempotent
+
+    def round_(g: Grammar) -> Grammar:
         for key, step, what in RESHAPINGS:
             g, names = step(g)
             _count(fired, notes, key, names, what)
-        g, wrapped = wrap_referenced_root(g)  # in the loop: the new rule may be small enough to inline
+        g, wrapped = wrap_referenced_root(g)  # in the round: the new rule may be small enough to inline
         _count(fired, notes, "xgrammar-root-wrapper", [wrapped] if wrapped else [], "root delegates to")
-        if g == start:
-            break
+        return g
+    # each step can open the way for another (an inlined ws makes its caller small and
+    # regular): to a fixpoint, so the pass is idempotent
+    g = fixpoint(round_, g, 16)
     g, n = infer_lookaheads(g)
     if n:
         fired["xgrammar-lookahead"] = n

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from ...grammar import Grammar
 from ...transforms.cleanup import remove_redundancy
+from ...transforms.fixpoint import fixpoint
 from ...transforms.reshape import gbnf_rule_names, remove_left_recursion, wrap_referenced_root
 
 
@@ -35,13 +36,14 @@ def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | 
     ``fired`` collect what was done."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
-    for _ in range(16):  # one round removes every direct left recursion; bounded all the same
-        g, names = remove_left_recursion(g)
-        if not names:
-            break
-        fired["left-recursion"] = fired.get("left-recursion", 0) + len(names)
-        notes.append(f"left recursion as a star in {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
-    return g
+
+    def round_(g: Grammar) -> Grammar:
+        g, names = remove_left_recursion(g)  # no names: the same grammar
+        if names:
+            fired["left-recursion"] = fired.get("left-recursion", 0) + len(names)
+            notes.append(f"left recursion as a star in {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
+        return g
+    return fixpoint(round_, g, 16)  # one round removes every direct left recursion; bounded all the same
 
 
 def reduce(g: Grammar) -> Grammar:
