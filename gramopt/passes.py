@@ -64,6 +64,7 @@ from .costmodels import sac_proxy
 from .costmodels.objective import objective as _objective
 from .egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner, StopReason
 from .egraph.frozen import hide_frozen
+from .formats import display_name
 from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Directive, Grammar, GrammarError, Literal, check_size, depth, walk
 from .grammar.analysis import productive_rules
 from .grammar.size import grammar_size
@@ -80,7 +81,6 @@ REQUEST_PASSES = ("cleanup", "inline", "target")  # fast=True: no e-graph (modul
 DERIVATIONS_PER_CHANGED_RULE = 1
 MAX_REQUEST_DERIVATIONS = 64
 REQUEST_DERIVATION_DEPTH = 8  # past this depth a derivation takes shortest completions
-DIALECT_NAMES = {"gbnf": "GBNF (llama.cpp)", "ebnf": "xgrammar EBNF", "lark": "Lark", "cfg": "NLTK CFG"}
 # A rule with more expression nodes than this is not lowered into the e-graph (egglog 13.2
 # parses a rule as one term, in time and memory superlinear in its length; the largest rule
 # of the corpus has 747 nodes, 2,000 alternatives saturate in ~1 s)
@@ -168,7 +168,7 @@ class Report:
         if self.cost_model:
             lines.append(f"cost model {self.cost_model}")
         if self.written_as:
-            lines.append(f"written as {DIALECT_NAMES.get(self.written_as, self.written_as)}")
+            lines.append(f"written as {display_name(self.written_as)}")
         lines.extend(f"warning: {w}" for w in self.warnings)
         lines.extend(f"stopped: {w}" for w in self.stops)
         lines.extend(f"note: {n}" for n in self.notes)

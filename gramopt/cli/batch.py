@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from typing import Iterator, Mapping
 
 from .. import targets
-from ..formats import EXTENSIONS, write_file
+from ..formats import EXTENSIONS, SCHEMA, write_file
 from ..grammar import GrammarError
 from ..optimizer import Job, Options, run_job
 from ..optimizer.cache import cache_get, cache_key, cache_put
@@ -81,12 +81,12 @@ def batch_items(path: str, outdir: str, to: str | None = None, target: str = tar
         stem, ext = os.path.splitext(rel)
         kind = dialect or _kind(ext)
         text = _read(src)
-        if kind == "jsonschema" and ext == ".jsonl":
+        if kind == SCHEMA and ext == ".jsonl":
             for k, line in enumerate(text.splitlines(), 1):
                 if line.strip():
                     items.append(Item(f"{rel}:{k}", kind, line, src, k,
                                       os.path.join(outdir, f"{stem}.{k}.{schema_ext}")))
-        elif kind == "jsonschema":
+        elif kind == SCHEMA:
             items.append(Item(rel, kind, text, src, 0, os.path.join(outdir, f"{stem}.{schema_ext}")))
         else:
             # --to, else the target's dialect for the EBNF family (xgrammar: .ebnf), else the input's
@@ -114,7 +114,7 @@ def _files(folder: str) -> list[str]:
 
 
 def _kind(ext: str) -> str:
-    return "jsonschema" if ext in SCHEMA_EXTENSIONS else ext[1:]
+    return SCHEMA if ext in SCHEMA_EXTENSIONS else EXTENSIONS.get(ext, ext[1:])
 
 
 def _read(path: str) -> str:

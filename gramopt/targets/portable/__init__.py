@@ -25,6 +25,7 @@ Both are language-preserving (each step's module states its argument) and idempo
 
 from __future__ import annotations
 
+from ...formats import DIALECT, EBNF, GBNF
 from ...grammar import Grammar
 from ...transforms.cleanup import remove_redundancy
 from ...transforms.fixpoint import fixpoint
@@ -63,11 +64,11 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     fired = {} if fired is None else fired
     g = no_left_recursion(g, notes, fired)
     # '-' where GBNF and xgrammar EBNF are written: llama.cpp's rule names have no '_'
-    g, wrapped = wrap_referenced_root(g, "_" if g.dialect in ("lark", "cfg") else "-")
+    g, wrapped = wrap_referenced_root(g, DIALECT.get(g.dialect, DIALECT[EBNF]).name_separator)
     if wrapped:
         fired["portable-root-wrapper"] = fired.get("portable-root-wrapper", 0) + 1
         notes.append(f"portable: root delegates to {wrapped}")
-    if g.dialect == "gbnf":
+    if g.dialect == GBNF:
         g, renamed = gbnf_rule_names(g)
         if renamed:
             fired["portable-rule-names"] = fired.get("portable-rule-names", 0) + len(renamed)
