@@ -6,7 +6,7 @@
 
 Every item a batch run (``gramopt optimize CORPUS -o OUT --target T``) optimizes — grammar
 files, ``.json`` schemas through the target's converter — runs the batch's own code path
-(``gramopt.batch._optimize``: optimize with verification, then write) in a fresh worker
+(``gramopt.cli.batch._optimize``, ``optimizer.run_job``: optimize with verification, then write) in a fresh worker
 process, timing each stage ``gramopt.stage`` names ("pass cleanup", "pass saturate#2" folded
 into "pass saturate", "engine check", "verification"); "other" is the rest (reading,
 converting, writing, κ counts between passes).
@@ -39,7 +39,11 @@ def _time_item(tree: str, item: dict, options: dict) -> dict:
     sys.path.insert(0, tree)
     import contextlib
     import gramopt.passes as passes
-    from gramopt import batch, stage as stage_mod
+    from gramopt import stage as stage_mod
+    try:
+        from gramopt.cli import batch
+    except ImportError:  # a tree from before the batch driver moved under cli/
+        from gramopt import batch
     assert Path(passes.__file__).resolve().is_relative_to(Path(tree).resolve()), passes.__file__
     spent: dict[str, float] = collections.defaultdict(float)
     inner = stage_mod.stage
@@ -79,7 +83,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     sys.path.insert(0, str(ROOT))
-    from gramopt.batch import batch_items
+    from gramopt.cli.batch import batch_items
     trees = args.trees.split(":") if args.trees else [str(ROOT)]
     rows = []
     ctx = mp.get_context("spawn")

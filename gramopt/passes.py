@@ -1,4 +1,4 @@
-"""The pass API: named passes, a pass manager, ``optimize``, per-pass reports.
+"""The pass API: named passes, a pass manager, ``optimize`` (its reports: ``gramopt.report``).
 
     from gramopt.passes import optimize
     result = optimize(grammar, target="generic", passes=None, limits=None, verify=True)
@@ -53,7 +53,6 @@ counterexample and that pass's name.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
@@ -67,10 +66,12 @@ from .egraph.frozen import hide_frozen
 from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Directive, Grammar, GrammarError, Literal, check_size, depth, walk
 from .grammar.analysis import productive_rules
 from .grammar.size import grammar_size
+from .report import PassReport, Report
 from .rewrites import FAMILIES, rules as rewrite_rules
 from .stage import stage
 from .verify import Bounds
 from .transforms.cleanup import PASSES as CLEANUPS
+from .transforms.fixpoint import fixpoint
 from .transforms.inline import Budget as InlineBudget, inline_rules, is_leaf, rule_kappa
 from .targets import INLINE_LEAVES, INLINE_NONE, Target
 
@@ -79,7 +80,6 @@ REQUEST_PASSES = ("cleanup", "inline", "target")  # fast=True: no e-graph (modul
 DERIVATIONS_PER_CHANGED_RULE = 1
 MAX_REQUEST_DERIVATIONS = 64
 REQUEST_DERIVATION_DEPTH = 8  # past this depth a derivation takes shortest completions
-DIALECT_NAMES = {"gbnf": "GBNF (llama.cpp)", "ebnf": "xgrammar EBNF", "lark": "Lark", "cfg": "NLTK CFG"}
 # A rule with more expression nodes than this is not lowered into the e-graph (egglog 13.2
 # parses a rule as one term, in time and memory superlinear in its length; the largest rule
 # of the corpus has 747 nodes, 2,000 alternatives saturate in ~1 s)
@@ -106,86 +106,6 @@ class OptimizationError(Exception):
         if self.pass_name:
             lines.append(f"  first changed by pass: {self.pass_name}")
         return "\n".join(lines)
-
-
-@dataclass
-class PassReport:
-    name: str
-    kappa_before: int
-    kappa_after: int
-    rules_before: int
-    rules_after: int
-    seconds: float
-    removed: list[str] = field(default_factory=list)
-    fired: dict[str, int] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    saturation: dict | None = None
-    stops: list[str] = field(default_factory=list)  # a limit cut the pass short, and its fallback
-
-    def to_json(self) -> dict:
-        return {"pass": self.name, "kappa_before": self.kappa_before, "kappa_after": self.kappa_after,
-                "rules_before": self.rules_before, "rules_after": self.rules_after,
-                "seconds": round(self.seconds, 4), "removed": self.removed, "fired": self.fired,
-                "notes": self.notes, "saturation": self.saturation, "stops": self.stops}
-
-
-@dataclass
-class Report:
-    target: str
-    passes: list[PassReport] = field(default_factory=list)
-    kappa_before: int = 0
-    kappa_after: int = 0
-    sac_before: float = 0.0
-    sac_after: float = 0.0
-    rules_before: int = 0
-    rules_after: int = 0
-    seconds: float = 0.0
-    verified: str = "skipped"  # "ok", "skipped", or "failed"
-    verify_stats: dict = field(default_factory=dict)
-    written_as: str | None = None  # the dialect the command wrote (set by ``gramopt optimize``)
-    cost_model: str | None = None  # the calibrated model the extractor used (name and SHA-256)
-    warnings: list[str] = field(default_factory=list)  # about the input (empty language) or the output
-    stops: list[str] = field(default_factory=list)  # a work limit cut a stage short (and its fallback)
-    notes: list[str] = field(default_factory=list)  # e.g. the grammar stays ambiguous (cli optimize)
-    sac_growth: dict | None = None  # gramopt.summary.sac_growth of the output, when measured
-
-    def format(self) -> str:
-        head = f"{'pass':<12} {'κ before':>9} {'κ after':>8} {'rules':>11} {'ms':>8}  fired / notes"
-        lines = [f"target {self.target}", head, "-" * len(head)]
-        for p in self.passes:
-            fired = ", ".join(f"{k}×{v}" for k, v in sorted(p.fired.items(), key=lambda kv: -kv[1]))
-            extra = "; ".join(x for x in [fired] + p.notes + p.stops if x)
-            lines.append(f"{p.name:<12} {p.kappa_before:>9} {p.kappa_after:>8} "
-                         f"{p.rules_before:>5}→{p.rules_after:<5} {p.seconds * 1000:>8.1f}  {extra}")
-            if p.removed:
-                shown = ", ".join(p.removed[:8]) + (f", … {len(p.removed) - 8} more" if len(p.removed) > 8 else "")
-                lines.append(f"{'':<12} removed: {shown}")
-        lines.append("-" * len(head))
-        lines.append(f"{'total':<12} {self.kappa_before:>9} {self.kappa_after:>8} "
-                     f"{self.rules_before:>5}→{self.rules_after:<5} {self.seconds * 1000:>8.1f}  "
-                     f"SAC-proxy {self.sac_before:g}→{self.sac_after:g}; verification {self.verified}")
-        if self.cost_model:
-            lines.append(f"cost model {self.cost_model}")
-        if self.written_as:
-            lines.append(f"written as {DIALECT_NAMES.get(self.written_as, self.written_as)}")
-        lines.extend(f"warning: {w}" for w in self.warnings)
-        lines.extend(f"stopped: {w}" for w in self.stops)
-        lines.extend(f"note: {n}" for n in self.notes)
-        return "\n".join(lines)
-
-    def to_json(self) -> dict:
-        return {"target": self.target, "kappa_before": self.kappa_before, "kappa_after": self.kappa_after,
-                "sac_proxy_before": self.sac_before, "sac_proxy_after": self.sac_after,
-                "rules_before": self.rules_before, "rules_after": self.rules_after,
-                "seconds": round(self.seconds, 4), "verified": self.verified,
-                "verify_stats": self.verify_stats, "written_as": self.written_as, "warnings": self.warnings,
-                "stops": self.stops,
-                "notes": self.notes, "sac_growth": self.sac_growth,
-                "cost_model": self.cost_model,
-                "passes": [p.to_json() for p in self.passes]}
-
-    def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=2, ensure_ascii=False, default=str)
 
 
 @dataclass
@@ -216,8 +136,9 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
     spent, runs = 0, 0
     measured, work = None, 0  # the grammar last charged, and its charge (most runs change nothing)
     returned: dict = {}  # each clean-up's last output (every clean-up is idempotent: cleanup/__init__.py)
-    for _ in range(16):  # rounds to a fixpoint, as cleanup.simplify does
-        start = g
+
+    def round_(g: Grammar) -> Grammar:
+        nonlocal spent, runs, measured, work
         for n, fn in cleanups.items():
             if g is not measured:
                 measured, work = g, cleanup_work(g)
@@ -225,7 +146,7 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
                 rep.stops.append(f"stopped: its work budget ({ctx.limits.cleanup_work:,} expression nodes and "
                                  f"code points over its runs) was spent after {runs} clean-up runs, before "
                                  f"'{n}'; the grammar so far is kept")
-                return g
+                raise _Spent(g)
             spent, runs = spent + work, runs + 1
             if returned.get(n) is g:  # its own output, untouched since: idempotent, nothing to do
                 continue
@@ -233,9 +154,19 @@ def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
             g = returned[n] = fn(g)
             if g != before:
                 rep.fired[n] = rep.fired.get(n, 0) + 1
-        if g == start:
-            break
-    return g
+        return g
+    try:
+        return fixpoint(round_, g, 16)  # rounds to a fixpoint, as cleanup.simplify does
+    except _Spent as stop:
+        return stop.grammar
+
+
+class _Spent(Exception):
+    """A budget ran out inside a round; ``grammar`` is what was reached (kept as it is)."""
+
+    def __init__(self, grammar: Grammar):
+        super().__init__()
+        self.grammar = grammar
 
 
 def cleanup_work(g: Grammar) -> int:
@@ -382,14 +313,17 @@ class PassManager:
         saturation undoes them (they are idempotent and end in their own fixpoint)."""
         core = [n for n in self.names if n != "target"]
         out, reports = self.run(g, core)
-        for round_ in range(2, 11):
-            again, more = self.run(out, core)
-            if again == out:
-                break
-            for p in more:
-                p.name = f"{p.name}#{round_}"
-            reports += more
-            out = again
+        last: list = []  # the reports of the round just run (kept when it changed the grammar)
+
+        def again(g: Grammar) -> Grammar:
+            g, last[:] = self.run(g, core)
+            return g
+
+        def kept(k: int, _: Grammar) -> None:
+            for p in last:
+                p.name = f"{p.name}#{k + 2}"  # round 1 ran above
+            reports.extend(last)
+        out = fixpoint(again, out, 9, kept)
         if "target" in self.names:
             out, rep = self.run_pass("target", out)
             reports.append(rep)
@@ -448,28 +382,6 @@ def request_bounds(a: Grammar, b: Grammar):
     from .verify.result import Bounds
     n = DERIVATIONS_PER_CHANGED_RULE * max(1, changed_rules(a, b))
     return Bounds(derivations=min(MAX_REQUEST_DERIVATIONS, n), max_depth=REQUEST_DERIVATION_DEPTH), ("derivations",)
-
-
-WORK_LIMITS = ("max_nodes", "max_iterations", "max_verify_work", "max_cleanup_work",
-               "max_inline_work", "max_engine_check_steps")  # options that shape the output
-_LIMIT_FIELDS = {"max_nodes": "nodes", "max_iterations": "iterations", "max_cleanup_work": "cleanup_work",
-                 "max_inline_work": "inline_work", "max_engine_check_steps": "engine_check_steps"}
-
-
-def work_limits(max_nodes: int | None = None, max_iterations: int | None = None,
-                max_verify_work: int | None = None, max_cleanup_work: int | None = None,
-                max_inline_work: int | None = None, max_engine_check_steps: int | None = None) -> dict:
-    """``passes.optimize``'s ``limits`` (the e-graph's, the clean-ups', the inliner's and the
-    judge's budgets) and ``bounds`` (the language check's) for the work limits given on the
-    command line (None: the default)."""
-    given = dict(max_nodes=max_nodes, max_iterations=max_iterations, max_verify_work=max_verify_work,
-                 max_cleanup_work=max_cleanup_work, max_inline_work=max_inline_work,
-                 max_engine_check_steps=max_engine_check_steps)
-    for name, value in given.items():
-        if value is not None and value < 0:
-            raise GrammarError(f"--{name.replace('_', '-')} must not be negative (got {value})")
-    lim = Limits(**{f: given[k] for k, f in _LIMIT_FIELDS.items() if given[k] is not None})
-    return {"limits": lim, "bounds": Bounds(max_work=max_verify_work) if max_verify_work is not None else None}
 
 
 def optimize(grammar: Grammar, target: "str | Target" = targets.DEFAULT, passes=None, limits: Limits | None = None,
@@ -646,5 +558,5 @@ def _bisect(grammar: Grammar, pm: PassManager, check) -> str | None:
     return None
 
 
-__all__ = ["DEFAULT_PASSES", "PASSES", "REQUEST_PASSES", "WORK_LIMITS", "OptimizationError", "PassManager",
-           "PassReport", "Report", "Result", "changed_rules", "optimize", "request_bounds", "Limits", "work_limits"]
+__all__ = ["DEFAULT_PASSES", "PASSES", "REQUEST_PASSES", "OptimizationError", "PassManager",
+           "PassReport", "Report", "Result", "changed_rules", "optimize", "request_bounds", "Limits"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gramopt.batch import Item, Progress, batch_items, item_key
+from gramopt.cli.batch import Item, Progress, batch_items, item_key
 from gramopt.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

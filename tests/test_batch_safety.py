@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gramopt.batch import Item, cache_get, cache_path, cache_put, item_key
+from gramopt.cli.batch import Item, item_key
+from gramopt.optimizer.cache import cache_get, cache_path, cache_put
 from gramopt.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,7 +119,7 @@ def test_a_worker_holds_itself_to_max_memory():
     code = (
         "import json, sys\n"
         "from dataclasses import asdict\n"
-        "from gramopt.batch import Item, optimize_item\n"
+        "from gramopt.cli.batch import Item, optimize_item\n"
         f"item = asdict(Item('a.gbnf', 'gbnf', {GRAMMAR!r}, 'a.gbnf', 0, 'out/a.gbnf'))\n"
         "print(json.dumps([optimize_item(item, {'target': 'generic', 'max_memory': m}, None)\n"
         "                  for m in ('1M', '4G')]))\n")

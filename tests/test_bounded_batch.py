@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gramopt import batch
-from gramopt.batch import Item, optimize_item
+from gramopt.cli import batch
+from gramopt.cli.batch import Item, optimize_item
 from gramopt.cli import main
 from gramopt.cli.exits import EXIT_INTERNAL, EXIT_USAGE
 
@@ -24,7 +24,7 @@ FAULT = "# gramopt-test: raise here\n"
 # Loaded by every worker process the batch spawns (PYTHONPATH): the item whose text holds
 # FAULT raises an exception gramopt does not expect, deep in the item's optimization.
 SITECUSTOMIZE = f'''
-import gramopt.batch as _batch
+import gramopt.cli.batch as _batch
 _real = _batch._optimize
 def _optimize(it, options):
     if {FAULT!r} in it.text:

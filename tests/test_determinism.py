@@ -20,7 +20,7 @@ import pytest
 
 import gramopt.egraph.runner as runner_mod
 import gramopt.verify.enumeration as enum_mod
-from gramopt.batch import Item, item_key
+from gramopt.cli.batch import Item, item_key
 from gramopt.costmodels.calibration import MODELS_DIR
 from gramopt.egraph import GrammarEGraph, Limits, Runner, StopReason
 from gramopt.formats import parse, write

@@ -259,12 +259,12 @@ def test_optimize_reports_the_engine_check_and_gives_the_same_bytes(xgrammar):
 
 
 def test_work_limit_flag_reaches_the_limits():
-    from gramopt.passes import WORK_LIMITS, work_limits
-    assert "max_engine_check_steps" in WORK_LIMITS
-    assert work_limits(max_engine_check_steps=12)["limits"].engine_check_steps == 12
+    from gramopt.optimizer.limits import NAMES, WorkLimits
+    assert "max_engine_check_steps" in NAMES
+    assert WorkLimits(max_engine_check_steps=12).engine_limits().engine_check_steps == 12
     from gramopt.grammar import GrammarError
     with pytest.raises(GrammarError, match="--max-engine-check-steps must not be negative"):
-        work_limits(max_engine_check_steps=-1)
+        WorkLimits(max_engine_check_steps=-1)
 
 
 def test_cli_flag_bad_value_is_a_usage_error(tmp_path, capsys):
@@ -278,7 +278,7 @@ def test_cli_flag_bad_value_is_a_usage_error(tmp_path, capsys):
 
 
 def test_the_batch_cache_key_holds_the_engine_check_budget_and_engines():
-    from gramopt.batch import Item, item_key
+    from gramopt.cli.batch import Item, item_key
     from gramopt.judge import engine_versions
     from gramopt.targets import get
     item = Item("a.gbnf", "gbnf", 'root ::= "a"\n', "a.gbnf", 0, "out/a.gbnf")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from gramopt import targets
-from gramopt.batch import Item, item_key
+from gramopt.cli.batch import Item, item_key
 from gramopt.cli import main
 from gramopt.formats import parse, write
 from gramopt.grammar import GrammarError

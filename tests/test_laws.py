@@ -127,6 +127,10 @@ RESHAPE_GOLDEN = {  # pass: (start, goal), xgrammar EBNF
                            'root_until ::= "\\"" | [^"\\\\] root_until | "\\\\" [nt] root_until'),
     "reshape-root-wrapper": ('root ::= "a" root "b" | ""', 'root ::= root_rec\nroot_rec ::= "a" root_rec "b" | ""'),
     "reshape-lookaheads": ('root ::= a "b" a "c"\na ::= [a-z]+', 'root ::= a "b" a "c"\na ::= [a-z]+ (= [bc])'),
+    # llama.cpp's fix-up (targets/llamacpp.py): empty alternatives first, the widest last
+    "reshape-empty-first": ('root ::= "a"* "b"+ "c"?', 'root ::= root-star "b" root-star-2 ("" | "c")\n'
+                            'root-star ::= "" | "a" root-star\nroot-star-2 ::= "" | "b" root-star-2'),
+    "reshape-widest-last": ('root ::= [a-z] | "x" | ""', 'root ::= "" | "x" | [a-z]'),
 }
 
 

@@ -322,7 +322,8 @@ def test_optimize_report_says_when_ambiguity_stays(tmp_path, capsys):
     from gramopt.cli.optimize import optimize_file
     p = tmp_path / "g.gbnf"
     p.write_text('root ::= S\nS ::= S S | "a" | "b"\n')
-    assert optimize_file(str(p), None, report=True, passes=["cleanup"], target="generic") == 0
+    from gramopt.optimizer import Options
+    assert optimize_file(str(p), None, Options(target="generic", passes=("cleanup",)), report=True) == 0
     out = capsys.readouterr().out
     assert "stays ambiguous" in out and "valiant" in out
 

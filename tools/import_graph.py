@@ -27,9 +27,10 @@ LAYERS = [  # floor 0 is the ground
     {"formats", "costmodels", "verify", "runtime"},
     {"rewrites", "egraph", "transforms", "decoding"},
     {"targets", "engines", "sampling"},
-    {"passes", "judge", "bench", "inputs"},
-    {"cli", "batch", "summary", "__init__", "__main__"},
-    {"integrations"},  # serving stacks' adapters: over the pass API, formats and batch's cache
+    {"passes", "report", "judge", "bench", "inputs"},
+    {"optimizer"},  # one input in, text and report out (run_job), the options, limits and cache
+    {"cli", "summary", "__init__", "__main__"},
+    {"integrations"},  # serving stacks' adapters: over the pass API, formats and the optimizer's cache
 ]
 FLOOR = {p: i for i, floor in enumerate(LAYERS) for p in floor}
 ONLY = {"runtime": {"grammar", "runtime"}, "verify": {"grammar", "collector", "verify"},

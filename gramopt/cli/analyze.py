@@ -9,7 +9,9 @@ from ..formats import DIALECTS, read
 from ..grammar import GrammarError
 from . import guard
 from .exits import EXIT_OK
-from .optimize import SCHEMA, add_converter_argument, is_schema, schema_grammar
+from ..formats import SCHEMA
+from ..optimizer.job import is_schema, schema_grammar
+from .optimize import add_converter_argument
 
 HELP = "sizes, kappa, structural findings and ambiguity warnings"
 

@@ -3,7 +3,7 @@
 Guarantees a pipeline relies on: the input is never modified; every output is written
 atomically (temp file + rename), so an interrupted run leaves either the old file or the
 new one; nothing is written when verification finds a difference (exit 3, the
-counterexample printed); in a batch (a folder, or a JSONL file of schemas: ``gramopt.batch``)
+counterexample printed); in a batch (a folder, or a JSONL file of schemas: ``gramopt.cli.batch``)
 an input whose content and options are in the content-addressed cache is not optimized
 again.
 
@@ -21,16 +21,15 @@ import os
 import sys
 
 from .. import targets
-from ..formats import (DIALECTS, EXTENSIONS, WRITABLE, check_output, check_writable, read, read_text, write,
-                       write_file)
+from ..formats import DIALECTS, SCHEMA, WRITABLE, check_output, write_file
 from ..grammar import GrammarError
+from ..optimizer import Job, Options, limits, run_job
+from ..optimizer.job import is_schema
 from ..stage import stage
 from . import guard
 from .exits import EXIT_CHANGED, EXIT_OK, EXIT_UNSOUND
 
 HELP = "optimize a grammar (or a folder of grammars)"
-SCHEMA_EXTENSIONS = (".json", ".jsonl")
-SCHEMA = "jsonschema"
 
 
 def add_arguments(o) -> None:
@@ -70,77 +69,37 @@ def add_arguments(o) -> None:
                         "folder serves every worker and rerun)")
     o.add_argument("-q", "--quiet", action="store_true", help="no progress bar for a batch")
     guard.add_arguments(o)
-    o.add_argument("--max-nodes", type=int, metavar="N",
-                   help="work limit: e-nodes of one saturation (default: egraph.Limits.nodes); a larger "
-                        "grammar is not lowered into the e-graph, and saturation stops at it")
-    o.add_argument("--max-iterations", type=int, metavar="N",
-                   help="work limit: saturation iterations (default: egraph.Limits.iterations)")
-    o.add_argument("--max-verify-work", type=int, metavar="N",
-                   help="work limit of the language check, in Earley steps (default: verify.Bounds.max_work); "
-                        "when spent, the input is written unchanged and the stop reason printed")
-    o.add_argument("--max-cleanup-work", type=int, metavar="N",
-                   help="work limit of the clean-ups, in expression nodes and code points over their runs "
-                        "(default: egraph.Limits.cleanup_work); when spent they stop, the stop reason printed")
-    o.add_argument("--max-inline-work", type=int, metavar="N",
-                   help="work limit of the inliner, in κ of the bodies it rewrites (default: "
-                        "egraph.Limits.inline_work); when spent it stops, the stop reason printed")
-    o.add_argument("--max-engine-check-steps", type=int, metavar="N",
-                   help="work limit of the engine check, in token-mask comparisons per engine (default: "
-                        "egraph.Limits.engine_check_steps; 0 turns it off): the output's masks against the "
-                        "input's in every engine the target promises (gramopt.judge)")
+    limits.add_arguments(o)  # one --max-… flag per work limit (optimizer.limits.WorkLimits)
 
 
 def run(args) -> int:
-    passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
-    options = dict(target=args.target, passes=passes, verify=not args.no_verify, to=args.to,
-                   dialect=args.dialect, start=args.start, strict=args.strict)
-    if args.fast:  # only when asked: the batch cache key of a default run stays what it was
-        options["fast"] = True
-    if args.keep:  # only when asked, like --fast: a default run's cache key stays what it was
-        options["keep"] = sorted(set(args.keep))
-    if args.converter:
-        options["converter"] = args.converter
-    from ..passes import WORK_LIMITS, work_limits
-    for name in WORK_LIMITS:
-        if getattr(args, name) is not None:
-            options[name] = getattr(args, name)
-    work_limits(**{k: options.get(k) for k in WORK_LIMITS})  # bad values: exit 2 before any work
-    if args.cost_model:
-        if not os.path.exists(args.cost_model):
-            raise GrammarError("no such cost model file or folder", path=args.cost_model)
-        options["cost_model"] = os.path.abspath(args.cost_model)
+    options = options_of(args)  # bad values (a negative limit, a missing cost model): exit 2 before any work
     jsonl = os.path.isfile(args.input) and args.input.endswith(".jsonl") and is_schema(args.input, args.dialect)
     if os.path.isdir(args.input) or (jsonl and args.output and os.path.isdir(args.output)) or \
             (jsonl and args.output and not os.path.splitext(args.output)[1]):
         if not args.output or args.output == "-":
             raise GrammarError("optimizing a batch (a folder, a JSONL file) needs -o OUTDIR", path=args.input)
-        if args.max_memory:  # each worker holds itself to it (not in the cache key: shapes nothing)
-            options["max_memory"] = args.max_memory
-        return optimize_batch(args.input, args.output, jobs=args.jobs, scheduler=args.scheduler,
-                              cache=args.cache, progress=not args.quiet, **options)
+        return optimize_batch(args.input, args.output, options, jobs=args.jobs, scheduler=args.scheduler,
+                              cache=args.cache, progress=not args.quiet, max_memory=args.max_memory)
     if args.scheduler:
         raise GrammarError("--scheduler runs a batch: give a folder or a JSONL file", path=args.input)
-    return optimize_file(args.input, args.output, report=args.report, as_json=args.json,
-                         check=args.check, diff=args.diff, **options)
+    return optimize_file(args.input, args.output, options, report=args.report, as_json=args.json,
+                         check=args.check, diff=args.diff)
 
 
-def is_schema(path: str, dialect: str | None) -> bool:
-    """A JSON Schema input: ``--dialect jsonschema``, or a .json / .jsonl file."""
-    return dialect == SCHEMA or (dialect is None and path.lower().endswith(SCHEMA_EXTENSIONS))
-
-
-def schema_grammar(path: str, target: str = targets.DEFAULT, converter: str | None = None,
-                   warnings: list[str] | None = None):
-    """(grammar, converter with version) of the one schema in ``path``, converted by
-    ``converter``, else by the target's (``engines.jsonschema.convert_for_target``: its
-    ``schema_converter``, or its fallback when that is not installed); ``warnings`` collects
-    what the converter ignored or said. A JSONL file of several schemas is a batch."""
-    from ..engines.jsonschema import convert_for_target, load_schemas
-    schemas = load_schemas(path)
-    if len(schemas) != 1:
-        raise GrammarError(f"{len(schemas)} schemas in one input: optimize them into a folder with -o OUTDIR",
-                           path=path)
-    return convert_for_target(schemas[0], targets.get(target), converter, warnings)
+def options_of(args) -> Options:
+    """The ``Options`` the command line gives (GrammarError on a negative limit or a cost
+    model path that does not exist)."""
+    passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
+    work = limits.from_args(args)
+    cost_model = None
+    if args.cost_model:
+        if not os.path.exists(args.cost_model):
+            raise GrammarError("no such cost model file or folder", path=args.cost_model)
+        cost_model = os.path.abspath(args.cost_model)
+    return Options(target=args.target, passes=passes, verify=not args.no_verify, to=args.to,
+                   dialect=args.dialect, start=args.start, strict=args.strict, cost_model=cost_model,
+                   keep=tuple(args.keep or ()), converter=args.converter, fast=args.fast, limits=work)
 
 
 def add_converter_argument(p, default: str | None = None) -> None:
@@ -152,93 +111,10 @@ def add_converter_argument(p, default: str | None = None) -> None:
                    help=f"JSON Schema converter for a .json input (default: {default})")
 
 
-def written_form(grammar, target, output: str | None, to: str | None, source: str | None,
-                 strict: bool = False):
-    """(dialect, grammar to write, warning): ``Target.output_form`` with the dialect asked
-    for (``to``, or the output's extension); a warning when something was dropped."""
-    t = targets.get(target)
-    asked = to or dialect_of_extension(output if output != "-" else None)
-    dialect, kept, dropped = t.output_form(grammar, asked, source)
-    return dialect, kept, t.dropped_warning(dialect, dropped, strict)
-
-
-def dialect_of_extension(path: str | None) -> str | None:
-    d = EXTENSIONS.get(os.path.splitext(path or "")[1].lower())
-    return d if d in WRITABLE else None
-
-
-def optimize_text(path: str, dialect: str | None, to: str | None, output: str | None = None,
-                  start: str | None = None, strict: bool = False, **options):
-    """Read ``path``, optimize, and return (input text, output text, result, converter). A
-    JSON Schema is first converted by the target engine's converter (named, with its
-    version, as ``converter``; None for a grammar); its "input text" is the converter's
-    grammar. The report names the dialect written and any warning (an error with ``strict``)."""
-    from ..passes import WORK_LIMITS, optimize, work_limits
-    converter = None
-    converted: list[str] = []  # what the schema's converter ignored or said
-    target = options.get("target", targets.DEFAULT)
-    limits = work_limits(**{k: options.pop(k, None) for k in WORK_LIMITS})
-    with stage("reading"):
-        if is_schema(path, dialect):
-            grammar, converter = schema_grammar(path, target, options.pop("converter", None), converted)
-            original = write(grammar)
-        else:
-            options.pop("converter", None)  # a grammar has no converter
-            grammar = read(path, dialect, start)
-            original = read_text(path, dialect)
-    try:  # before any work: a Lark lexer asked for as GBNF / EBNF (formats.check_writable)
-        check_writable(grammar, written_form(grammar, target, output, to, None if converter else path)[0])
-        check_kept(grammar, options.get("keep"))
-    except GrammarError as e:
-        raise _located(e, path, original, converter) from None
-    try:
-        result = optimize(grammar, **options, **limits)
-    except ValueError as e:  # an unknown pass or target name
-        raise GrammarError(str(e), path=path) from None
-    except GrammarError as e:  # e.g. repetitions too large to expand
-        raise _located(e, path, original, converter) from None
-    if strict and result.report.warnings:  # about the input: an empty language
-        raise GrammarError(result.report.warnings[0] + " (--strict)", path=path)
-    result.report.warnings[:0] = converted  # about the conversion: said, never fatal
-    out_dialect, out_grammar, warning = written_form(result.grammar, target, output, to,
-                                                     None if converter else path, strict)
-    if warning and strict:
-        raise GrammarError(warning, path=path)
-    if converter:  # llama.cpp refuses left recursion ($ref loops)
-        from ..engines.jsonschema import check_gbnf_loads
-        check_gbnf_loads(out_grammar, out_dialect, path)
-    result.report.written_as = out_dialect
-    if warning:
-        result.report.warnings.append(warning)
-    text = write(out_grammar, out_dialect)
-    subset = targets.get(target).lark_subset
-    if out_dialect == "lark" and subset is not None:  # asked of the engine itself, when installed
-        refused = subset.error(text)
-        if refused:
-            result.report.warnings.append(f"{subset.engine} does not load the written grammar: {refused}")
-    return original, text, result, converter
-
-
-def _located(e: GrammarError, path: str, original: str, converter: str | None) -> GrammarError:
-    """``e`` at its place in the input; for a schema, the place is in the converted grammar,
-    which is not the .json: the line is named as the converted grammar's."""
-    if not converter or e.pos is None:
-        return e.located(path, original if not converter else None)
-    return GrammarError(f"{e.message} (converted grammar line {e.pos.line})", None, path)
-
-
-def check_kept(grammar, keep) -> None:
-    """Every ``--keep RULE`` names a rule of ``grammar`` (GrammarError otherwise)."""
-    missing = [k for k in keep or () if k not in grammar]
-    if missing:
-        raise GrammarError(f"--keep {missing[0]}: no rule named '{missing[0]}'")
-
-
-
-def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start=None, target=targets.DEFAULT,
-                  passes=None, verify=True, report=False, as_json=False, check=False,
-                  diff=False, strict=False, cost_model=None, fast=False, keep=None, converter=None,
-                  **work) -> int:
+def optimize_file(path: str, output: str | None, options: Options = Options(), *, report=False, as_json=False,
+                  check=False, diff=False) -> int:
+    """One grammar or schema (``optimizer.run_job``), its warnings and report printed, its
+    output written atomically; the exit status."""
     from ..passes import OptimizationError
     if output:
         check_output(output, path)  # before the work: a missing or read-only folder, the input itself
@@ -246,13 +122,11 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start
         raise GrammarError("no output: pass -o OUT (or '-' for stdout), --check, --diff or --report",
                            path=path)
     try:
-        original, text, result, converter = optimize_text(path, dialect, to, output, start, strict,
-                                                          target=target, passes=passes, verify=verify,
-                                                          cost_model=cost_model, fast=fast, converter=converter,
-                                                          **({"keep": keep} if keep else {}), **work)
+        outcome = run_job(Job(path, options, output))
     except OptimizationError as e:
         print(e.user_message(path), file=sys.stderr)
         return EXIT_UNSOUND
+    original, text, result, converter = outcome.original, outcome.text, outcome.result, outcome.converter
     info = sys.stderr if output == "-" else sys.stdout
     for w in result.report.warnings:
         print(f"{path}: warning: {w}", file=sys.stderr)
@@ -286,13 +160,13 @@ def optimize_file(path: str, output: str | None, *, dialect=None, to=None, start
     return EXIT_OK
 
 
-def optimize_batch(path: str, outdir: str, *, jobs: int = 0, scheduler: str | None = None,
-                   cache: str | None = None, progress: bool = True, report: bool = False,
-                   **options) -> int:
+def optimize_batch(path: str, outdir: str, options: Options = Options(), *, jobs: int = 0,
+                   scheduler: str | None = None, cache: str | None = None, progress: bool = True,
+                   max_memory: str | None = None) -> int:
     """A folder of grammars and schemas, or a JSONL file of schemas, into ``outdir``
-    (``gramopt.batch``: local worker processes or a Dask cluster, a content-addressed cache
-    in ``cache``, default ``OUTDIR/.gramopt-cache``)."""
-    from ..batch import CACHE_FOLDER, batch_items, check_outdir, run_batch
+    (``gramopt.cli.batch``: local worker processes or a Dask cluster, a content-addressed cache
+    in ``cache``, default ``OUTDIR/.gramopt-cache``); ``max_memory`` holds in each worker."""
+    from .batch import CACHE_FOLDER, batch_items, check_outdir, run_batch
     check_outdir(outdir)  # a file, a read-only folder: exit 2 before any work
     if os.path.isdir(path):
         src, dst = os.path.realpath(path), os.path.realpath(outdir)
@@ -301,14 +175,11 @@ def optimize_batch(path: str, outdir: str, *, jobs: int = 0, scheduler: str | No
             # on the next run (out/out/out…)
             raise GrammarError("the output folder is the input folder or inside it: write outside "
                                f"'{path}'", path=outdir)
-    items = batch_items(path, outdir, to=options.get("to"), target=options.get("target", targets.DEFAULT),
-                        dialect=options.get("dialect"))
+    items = batch_items(path, outdir, to=options.to, target=options.target, dialect=options.dialect)
     try:
         os.makedirs(outdir, exist_ok=True)
     except OSError as e:
         raise GrammarError(f"cannot make the output folder: {e.strerror or e}", path=outdir) from None
     return run_batch(items, options, workers=jobs, scheduler=scheduler,
-                     cache_dir=cache or os.path.join(outdir, CACHE_FOLDER), progress=progress)
-
-
-optimize_folder = optimize_batch  # the folder form's older name
+                     cache_dir=cache or os.path.join(outdir, CACHE_FOLDER), progress=progress,
+                     max_memory=max_memory)

@@ -4,8 +4,9 @@
     read_text(path, dialect=None) -> str      the file's text (UTF-8, BOM dropped; Latin-1 .cfg)
     parse(text, dialect, path=None, start=None, converter=None) -> Grammar
 
-A JSON Schema (``.json``, or dialect ``"jsonschema"``) reads as the grammar an engine's
-converter makes of it (``converter``: "xgrammar" or "llama.cpp"; default the default
+Dialects are records (``Dialect``, ``DIALECT[name]``): what differs between them is a field,
+never a comparison of names outside this package. A JSON Schema (``.json``, or dialect
+``"jsonschema"``) reads as the grammar an engine's converter makes of it (``converter``: "xgrammar" or "llama.cpp"; default the default
 target's, as ``gramopt optimize`` does; ``engines.jsonschema``), its header naming the
 converter.
     write(grammar, dialect=None) -> str       the grammar's own dialect unless given
@@ -18,15 +19,52 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 
 from ..grammar import Grammar, GrammarError
 
-DIALECTS = ("gbnf", "ebnf", "lark", "goebnf", "cfg")
-WRITABLE = ("gbnf", "ebnf", "lark", "cfg")
-EXTENSIONS = {".gbnf": "gbnf", ".ebnf": "ebnf", ".lark": "lark", ".goebnf": "goebnf", ".cfg": "cfg"}
+
+@dataclass(frozen=True)
+class Dialect:
+    """A grammar dialect, as a record (like ``targets.Target``): every difference between
+    dialects the rest of gramopt reads is a field here, so nothing outside ``formats``
+    compares dialect names. ``display``: its name in a report; ``writable``: gramopt writes
+    it; ``carries_lookahead``: it writes a rule's lookahead assertion (the others drop them:
+    hints, the language is the rules'); ``token_atoms``: terminals and regexps are tokens of
+    a lexer, not code points (Lark); ``ebnf_family``: read by the EBNF readers (a target's
+    own output dialect replaces it); ``name_separator``: what joins the parts of a rule name
+    gramopt makes (llama.cpp's rule names have no '_')."""
+
+    name: str
+    extension: str
+    display: str
+    writable: bool
+    carries_lookahead: bool = False
+    token_atoms: bool = False
+    ebnf_family: bool = False
+    name_separator: str = "-"
+
+
+GBNF, EBNF, LARK, GOEBNF, CFG = "gbnf", "ebnf", "lark", "goebnf", "cfg"
+SCHEMA = "jsonschema"  # a JSON Schema: read as its converter's grammar
+RECORDS = (
+    Dialect(GBNF, ".gbnf", "GBNF (llama.cpp)", True, ebnf_family=True),
+    Dialect(EBNF, ".ebnf", "xgrammar EBNF", True, carries_lookahead=True, ebnf_family=True),
+    Dialect(LARK, ".lark", "Lark", True, token_atoms=True, name_separator="_"),
+    Dialect(GOEBNF, ".goebnf", "Go EBNF", False, ebnf_family=True),
+    Dialect(CFG, ".cfg", "NLTK CFG", True, name_separator="_"),
+)
+DIALECT = {d.name: d for d in RECORDS}
+DIALECTS = tuple(d.name for d in RECORDS)
+WRITABLE = tuple(d.name for d in RECORDS if d.writable)
+EXTENSIONS = {d.extension: d.name for d in RECORDS}
 _EXTENSIONS = EXTENSIONS
-CARRIES_LOOKAHEAD = ("ebnf",)
-SCHEMA = "jsonschema"  # a JSON Schema: read as its converter's grammar  # the dialects that can write a rule's lookahead assertion
+CARRIES_LOOKAHEAD = tuple(d.name for d in RECORDS if d.carries_lookahead)  # write a rule's lookahead assertion
+
+
+def display_name(name: str) -> str:
+    """A dialect's name in a report (the name itself for one gramopt does not know)."""
+    return DIALECT[name].display if name in DIALECT else name
 
 
 def unwritable(grammar: Grammar, dialect: str) -> tuple[Grammar, list[str]]:
@@ -175,6 +213,13 @@ def read_text(path: str, dialect: str | None = None) -> str:
             col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
             raise GrammarError("file is not valid UTF-8 text", SourcePos(line, col), path) from None
         text = raw.decode("latin-1")
+    return clean_text(text, path)
+
+
+def clean_text(text: str, path: str | None = None) -> str:
+    """Decoded grammar text under gramopt's encoding rule (``read_text``): a leading
+    byte-order mark dropped, a NUL byte a ``GrammarError`` at its position."""
+    from ..grammar import SourcePos
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\x00" in text:

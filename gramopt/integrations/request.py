@@ -9,8 +9,8 @@
                        late, seconds_optimizing, seconds_waiting, ...); also logged
 
 What a request costs. A repeated request costs a lookup: an in-memory LRU keyed by the
-request's content and options, then (``cache_dir``) the on-disk cache of ``gramopt.batch``
-(``item_key``: input text, options that shape the output, gramopt's version, the cost
+request's content and options, then (``cache_dir``) the on-disk cache of ``gramopt.optimizer.cache``
+(``cache_key``: input text, options that shape the output, gramopt's version, the cost
 model's hash; entries checked by SHA-256 on read). A new request is optimized in the fast
 per-request mode (``optimize(..., fast=True)``: no e-graph, a check proportional to what
 changed) unless ``verify="full"``. Its output bytes depend only on the input and options
@@ -433,14 +433,14 @@ class RequestOptimizer:
         return (req.kind, req.text, req.dialect, req.start, req.out, req.convert, o.target, o.verify)
 
     def _disk_key(self, req: Request) -> str:
-        from ..batch import Item, item_key
+        from ..optimizer.cache import cache_key
         payload = req.text if req.kind == "grammar" else json.dumps(
             {"schema": req.text, "convert": [list(p) for p in req.convert], "converter": _converter(req.kind)},
             sort_keys=True)
-        item = Item("<request>", f"{req.kind}:{req.dialect}", payload, "<request>", 0, f"request.{req.out}.serving")
         o = self.options
-        return item_key(item, {"target": o.target, "verify": o.verify != "none", "fast": o.verify != "full",
-                               "start": req.start, "to": req.out})
+        return cache_key(f"{req.kind}:{req.dialect}", payload, ".serving",
+                         {"target": o.target, "verify": o.verify != "none", "fast": o.verify != "full",
+                          "start": req.start, "to": req.out})
 
     def _lookup_or_submit(self, req: Request):
         """(a cached Served, None, key), (None, the future of the optimization, key), or
@@ -454,7 +454,7 @@ class RequestOptimizer:
                 return self._served(how, text, cached=True), None, key
             fut = self._inflight.get(key)
         if fut is None and self.options.cache_dir:
-            from ..batch import cache_get
+            from ..optimizer.cache import cache_get
             entry = cache_get(self.options.cache_dir, self._disk_key(req))
             if entry is not None:
                 how, text = json.loads(entry)
@@ -489,7 +489,7 @@ class RequestOptimizer:
             return  # nothing to reuse: the input is served as is, and its error is the engine's
         self._remember(key, how, text)
         if self.options.cache_dir:
-            from ..batch import cache_put
+            from ..optimizer.cache import cache_put
             cache_put(self.options.cache_dir, self._disk_key(req), json.dumps([how, text], ensure_ascii=False))
 
     def _remember(self, key, how: str, text: str | None) -> None:

@@ -38,12 +38,8 @@ reads GBNF.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from ..grammar import Alt, Epsilon, Expr, Grammar, Ref, Regex, Repeat, Rule, Seq, Terminal, transform, walk
-from ..grammar.analysis import first_of_expr, first_sets, nullable_expr, nullable_rules
-
-WIDEST = 0x110000
+from ..grammar import Grammar, Regex, Terminal, walk
+from ..transforms.reshape import RESHAPINGS
 
 
 def order_for_llamacpp(g: Grammar, notes: list | None = None, fired: dict | None = None) -> Grammar:
@@ -53,8 +49,8 @@ def order_for_llamacpp(g: Grammar, notes: list | None = None, fired: dict | None
     fired = {} if fired is None else fired
     if any(isinstance(n, (Terminal, Regex)) for r in g.rules for n in walk(r.body)) or g.terminals:
         return g
-    out, lifted = _lift_repetitions(g)
-    out, sorted_alts = _sort_alternatives(out)
+    out, lifted = RESHAPINGS["empty-first"](g)
+    out, sorted_alts = RESHAPINGS["widest-last"](out)
     if lifted:
         fired["llama.cpp-star-rules"] = fired.get("llama.cpp-star-rules", 0) + lifted
     if sorted_alts:
@@ -63,97 +59,6 @@ def order_for_llamacpp(g: Grammar, notes: list | None = None, fired: dict | None
         notes.append(f"llama.cpp: {lifted} repetition(s) written empty-first, {sorted_alts} alternation(s) "
                      f"ordered widest-last (tried first)")
     return out
-
-
-def _lift_repetitions(g: Grammar) -> tuple[Grammar, int]:
-    """``x*`` → ``R`` with ``R ::= "" | x R``; ``x+`` → ``x R``; ``x?`` → ``("" | x)``
-    (x not nullable). Returns the grammar and how many repetitions were rewritten."""
-    nullable = nullable_rules(g)
-    taken = set(g.names)
-    made: dict[Expr, str] = {}
-    new_rules: list[Rule] = []
-    count = 0
-
-    def star_rule(item: Expr, owner: str) -> str:
-        if item not in made:
-            name, k = f"{owner}-star", 1
-            while name in taken:
-                k += 1
-                name = f"{owner}-star-{k}"
-            taken.add(name)
-            made[item] = name
-            new_rules.append(Rule(name, Alt((Epsilon(), Seq((item, Ref(name)))))))
-        return made[item]
-
-    def lift(owner: str):
-        def fn(e: Expr) -> Expr:
-            nonlocal count
-            if not isinstance(e, Repeat) or nullable_expr(e.item, nullable):
-                return e
-            if e.max is None and e.min in (0, 1):
-                count += 1
-                r = Ref(star_rule(e.item, owner))
-                return r if e.min == 0 else Seq((e.item, r))
-            if e.min == 0 and e.max == 1:
-                count += 1
-                return Alt((Epsilon(), e.item))
-            return e
-        return fn
-
-    rules = []
-    for r in g.rules:
-        b = r.body
-        if isinstance(b, Repeat) and b.max is None and b.min == 0 and not nullable_expr(b.item, nullable):
-            # a rule that is one star is its own star rule: R ::= "" | x R
-            count += 1
-            rules.append(replace(r, body=Alt((Epsilon(), Seq((transform(b.item, lift(r.name)), Ref(r.name)))))))
-        else:
-            rules.append(replace(r, body=transform(b, lift(r.name))))
-    if not count:
-        return g, 0
-    return replace(g, rules=tuple(rules) + tuple(new_rules)), count
-
-
-def _sort_alternatives(g: Grammar) -> tuple[Grammar, int]:
-    """Every alternation stably sorted by FIRST width, nullable alternatives first."""
-    nullable = nullable_rules(g)
-    firsts = first_sets(g, nullable)
-    rule_ranges = {n: set(f.ranges) for n, f in firsts.items()}
-    changed = 0
-
-    def key(e: Expr) -> int:
-        if nullable_expr(e, nullable):
-            return -1
-        ranges: set = set()
-        first_of_expr(e, False, nullable, rule_ranges, {}, ranges, set())
-        covered = 0
-        for lo, hi in _merge(ranges):
-            covered += hi - lo + 1
-        return min(covered, WIDEST)
-
-    def order(e: Expr) -> Expr:
-        nonlocal changed
-        if not isinstance(e, Alt):
-            return e
-        keys = [key(i) for i in e.items]
-        ordered = tuple(item for _, _, item in sorted(zip(keys, range(len(keys)), e.items)))
-        if ordered == e.items:
-            return e
-        changed += 1
-        return Alt(ordered)
-
-    rules = tuple(replace(r, body=transform(r.body, order)) for r in g.rules)
-    return (replace(g, rules=rules), changed) if changed else (g, 0)
-
-
-def _merge(ranges) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return [(lo, hi) for lo, hi in out]
 
 
 def fixup(g: Grammar, notes: list, fired: dict) -> Grammar:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from ..formats import output_dialect, unwritable
+from ..formats import DIALECT, LARK, output_dialect, unwritable
 from ..grammar import Grammar
 
 Fixup = Callable[[Grammar, list, dict], Grammar]
@@ -87,12 +87,12 @@ class Target:
         the grammar and named (lookahead assertions keep the language: they are hints)."""
         if asked:
             dialect = asked
-        elif self.output_dialect and grammar.dialect in ("gbnf", "ebnf", "goebnf"):
+        elif self.output_dialect and grammar.dialect in DIALECT and DIALECT[grammar.dialect].ebnf_family:
             dialect = self.output_dialect
         else:
             dialect = output_dialect(grammar, None, None, source)
         kept, dropped = unwritable(grammar, dialect)
-        if dialect == "lark" and self.lark_subset is not None:  # the Lark its engine loads
+        if dialect == LARK and self.lark_subset is not None:  # the Lark its engine loads
             kept, more = self.lark_subset.convert(kept)
             dropped = dropped + more
         return dialect, kept, dropped

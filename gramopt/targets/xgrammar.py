@@ -51,13 +51,14 @@ corpus samples.
 from __future__ import annotations
 
 from ..grammar import Grammar, Regex, Terminal, walk
-from ..transforms.reshape import (infer_lookaheads, inline_small_regular_rules, lift_star_alternations,
+from ..transforms.fixpoint import fixpoint
+from ..transforms.reshape import (RESHAPINGS, infer_lookaheads, inline_small_regular_rules, lift_star_alternations,
                                   remove_left_recursion, wrap_referenced_root)
 
-RESHAPINGS = (  # (name in the report, step), run in this order to a fixpoint
-    ("xgrammar-left-recursion", remove_left_recursion, "left recursion as a star in"),
-    ("xgrammar-inline", inline_small_regular_rules, "inlined"),
-    ("xgrammar-star-rule", lift_star_alternations, "repetitions made rules:"),
+ROUND = (  # (name in the report, reshaping in the registry transforms.reshape.RESHAPINGS, what the note
+    ("xgrammar-left-recursion", "left-recursion", "left recursion as a star in"),  # says), run in this
+    ("xgrammar-inline", "inline-regular", "inlined"),                                # order, then the root
+    ("xgrammar-star-rule", "star-rules", "repetitions made rules:"),                 # wrapper, to a fixpoint
 )
 
 
@@ -81,15 +82,17 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
         g, wrapped = wrap_referenced_root(g)
         _count(fired, notes, "xgrammar-root-wrapper", [wrapped] if wrapped else [], "root delegates to")
         return g
-    for _ in range(16):  # each step can open the way for another (an inlined ws makes its
-        start = g        # caller small and regular): to a fixpoint, so the pass is idempotent
-        for key, step, what in RESHAPINGS:
-            g, names = step(g)
+
+    def round_(g: Grammar) -> Grammar:
+        for key, name, what in ROUND:
+            g, names = RESHAPINGS[name](g)
             _count(fired, notes, key, names, what)
-        g, wrapped = wrap_referenced_root(g)  # in the loop: the new rule may be small enough to inline
+        g, wrapped = wrap_referenced_root(g)  # in the round: the new rule may be small enough to inline
         _count(fired, notes, "xgrammar-root-wrapper", [wrapped] if wrapped else [], "root delegates to")
-        if g == start:
-            break
+        return g
+    # each step can open the way for another (an inlined ws makes its caller small and
+    # regular): to a fixpoint, so the pass is idempotent
+    g = fixpoint(round_, g, 16)
     g, n = infer_lookaheads(g)
     if n:
         fired["xgrammar-lookahead"] = n
@@ -97,5 +100,5 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     return g
 
 
-__all__ = ["RESHAPINGS", "fixup", "infer_lookaheads", "inline_small_regular_rules", "lift_star_alternations",
+__all__ = ["ROUND", "fixup", "infer_lookaheads", "inline_small_regular_rules", "lift_star_alternations",
            "remove_left_recursion", "wrap_referenced_root"]

@@ -6,9 +6,13 @@ the language) in its docstring; one home for every pass that is not an e-graph r
                  removed, ε, canonical repetitions, duplicates, class merging, fusion, factoring
     inline.py    inlining of non-start rules where the exact κ says it pays (post-extraction)
     reshape/     the shapes engines decide well (left recursion as a star, star rules, a root
-                 that delegates, lookahead assertions), composed by the targets' fix-ups
+                 that delegates, lookahead assertions; llama.cpp's empty-first repetitions and
+                 widest-last alternatives), composed by the targets' fix-ups from
+                 ``reshape.RESHAPINGS``
+    fixpoint.py  the one loop that reruns a step until nothing changes (every caller's own cap)
 
-    IR_PASSES[name] -> Pass(name, run, argument)   every IR pass by stable name
+    IR_PASSES[name] -> Pass(name, run)   every IR pass production runs, by stable name (the
+                                         law tests iterate over it; the argument is ``run``'s docstring)
 
 The e-graph rewrite families live in ``gramopt.rewrites``; which reshapings a target runs,
 and in what order, in ``gramopt.targets``.
@@ -28,15 +32,11 @@ from .reshape import RESHAPINGS
 
 @dataclass(frozen=True)
 class Pass:
-    """A named IR pass; ``argument`` is its docstring (what it does and why the language is kept)."""
+    """A named IR pass; ``run``'s docstring (or its module's) is its argument: what it does
+    and why the language is kept."""
 
     name: str
     run: Callable[[Grammar], Grammar]
-
-    @property
-    def argument(self) -> str:
-        import inspect
-        return inspect.getdoc(self.run) or inspect.getdoc(inspect.getmodule(self.run)) or ""
 
     def __call__(self, grammar: Grammar) -> Grammar:
         return self.run(grammar)

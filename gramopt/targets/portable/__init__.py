@@ -25,8 +25,10 @@ Both are language-preserving (each step's module states its argument) and idempo
 
 from __future__ import annotations
 
+from ...formats import DIALECT, EBNF, GBNF
 from ...grammar import Grammar
 from ...transforms.cleanup import remove_redundancy
+from ...transforms.fixpoint import fixpoint
 from ...transforms.reshape import gbnf_rule_names, remove_left_recursion, wrap_referenced_root
 
 
@@ -35,13 +37,14 @@ def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | 
     ``fired`` collect what was done."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
-    for _ in range(16):  # one round removes every direct left recursion; bounded all the same
-        g, names = remove_left_recursion(g)
-        if not names:
-            break
-        fired["left-recursion"] = fired.get("left-recursion", 0) + len(names)
-        notes.append(f"left recursion as a star in {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
-    return g
+
+    def round_(g: Grammar) -> Grammar:
+        g, names = remove_left_recursion(g)  # no names: the same grammar
+        if names:
+            fired["left-recursion"] = fired.get("left-recursion", 0) + len(names)
+            notes.append(f"left recursion as a star in {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
+        return g
+    return fixpoint(round_, g, 16)  # one round removes every direct left recursion; bounded all the same
 
 
 def reduce(g: Grammar) -> Grammar:
@@ -61,11 +64,11 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     fired = {} if fired is None else fired
     g = no_left_recursion(g, notes, fired)
     # '-' where GBNF and xgrammar EBNF are written: llama.cpp's rule names have no '_'
-    g, wrapped = wrap_referenced_root(g, "_" if g.dialect in ("lark", "cfg") else "-")
+    g, wrapped = wrap_referenced_root(g, DIALECT.get(g.dialect, DIALECT[EBNF]).name_separator)
     if wrapped:
         fired["portable-root-wrapper"] = fired.get("portable-root-wrapper", 0) + 1
         notes.append(f"portable: root delegates to {wrapped}")
-    if g.dialect == "gbnf":
+    if g.dialect == GBNF:
         g, renamed = gbnf_rule_names(g)
         if renamed:
             fired["portable-rule-names"] = fired.get("portable-rule-names", 0) + len(renamed)

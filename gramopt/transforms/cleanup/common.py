@@ -112,10 +112,7 @@ def safe_nullable(grammar: Grammar) -> dict[str, set[str]]:
 
 
 def fixpoint(step: Callable[[Grammar], Grammar], grammar: Grammar, limit: int = 64) -> Grammar:
-    """Apply ``step`` until the grammar stops changing (or ``limit`` rounds)."""
-    for _ in range(limit):
-        new = step(grammar)
-        if new == grammar:
-            return new
-        grammar = new
-    return grammar
+    """Apply ``step`` until the grammar stops changing (or ``limit`` rounds): the one
+    fixpoint loop (``transforms.fixpoint``)."""
+    from ..fixpoint import fixpoint as rounds
+    return rounds(step, grammar, limit)

@@ -10,14 +10,20 @@ names, a count) and states its argument in its docstring.
     root_wrapper     a start rule that rules reference delegates to a fresh rule
     rule_names       rule names in llama.cpp's characters (``a_b`` → ``a-b``)
     lookaheads       lookahead assertions ``(= [F])`` from FOLLOW sets (``grammar.follow``)
+    empty_first      repetitions as rules whose empty alternative is written first (llama.cpp)
+    widest_last      alternatives ordered by the width of their FIRST sets, widest last (llama.cpp)
+
+``RESHAPINGS`` is the registry every target's fix-up and the law tests read them from.
 """
 
+from .empty_first import write_repetitions_empty_first
 from .left_recursion import remove_left_recursion
 from .lookaheads import infer_lookaheads
 from .regular_rules import inline_small_regular_rules
 from .root_wrapper import wrap_referenced_root
 from .rule_names import gbnf_rule_names
 from .star_rules import lift_star_alternations
+from .widest_last import order_alternatives_widest_last
 
 RESHAPINGS = {  # stable name -> step
     "left-recursion": remove_left_recursion,
@@ -25,7 +31,10 @@ RESHAPINGS = {  # stable name -> step
     "star-rules": lift_star_alternations,
     "root-wrapper": wrap_referenced_root,
     "lookaheads": infer_lookaheads,
+    "empty-first": write_repetitions_empty_first,
+    "widest-last": order_alternatives_widest_last,
 }
 
 __all__ = ["RESHAPINGS", "gbnf_rule_names", "infer_lookaheads", "inline_small_regular_rules", "lift_star_alternations",
-           "remove_left_recursion", "wrap_referenced_root"]
+           "order_alternatives_widest_last", "remove_left_recursion", "wrap_referenced_root",
+           "write_repetitions_empty_first"]

@@ -2,22 +2,22 @@
 worker processes (the default) or on a Dask cluster, with a content-addressed cache.
 
     items = batch_items(input, outdir, to=None, target="portable")   one Item per grammar / schema
-    run_batch(items, options, outdir, workers=0, scheduler=None, cache_dir=None, progress=True)
+    run_batch(items, options, workers=0, scheduler=None, cache_dir=None, progress=True)
         -> exit code (the worst of the items'; 0 when all succeeded)
 
+Each item is one ``optimizer.run_job``, the function ``gramopt optimize FILE`` calls: the
+same reading, limits, refusals (``--strict`` included), output dialect and warnings.
 An item carries its input *text* (read here, by the client), so a worker needs no access to
 the inputs and returns the output text; the client writes every output file (atomically).
 Workers are spawned processes (``ProcessPoolExecutor``), or with ``scheduler="tcp://host:port"``
 the workers of an existing Dask cluster (``distributed.Client``; ``pip install distributed``).
 
-The cache is content-addressed: an item's key is the SHA-256 of its input text, its kind,
-the options that shape the output (work limits included), the cost model's own hash and
-gramopt's version; ``CACHE/<key[:2]>/<key>`` holds the output text with its SHA-256, checked
-on every read (a bad entry is ignored with a warning: ``cache_get``). The client looks it up before submitting (a hit is written out and counted as
+The cache (``optimizer.cache``) is content-addressed: an item's key is the SHA-256 of its
+input text, its kind, its ``Options`` (work limits included), the cost model's own hash and
+gramopt's version. The client looks it up before submitting (a hit is written out and counted as
 *cached*) and workers look it up again and store what they compute, so a cache folder on a
 shared file system serves every worker, machine and rerun — a rerun with nothing changed
-optimizes nothing. Default: ``OUTDIR/.gramopt-cache``. Entries are written atomically (temp
-file + rename), so concurrent workers computing the same key both leave one valid entry.
+optimizes nothing. Default: ``OUTDIR/.gramopt-cache``.
 
 Outputs are the bytes ``gramopt optimize`` writes for each input alone: the same under the
 process pool, a Dask cluster or the cache. An item never takes another down: whatever ends
@@ -30,25 +30,22 @@ cached items (one line per item when stderr is not a terminal).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Iterator
+from typing import Iterator, Mapping
 
-from . import targets
-from .formats import EXTENSIONS, write_file
-from .cli.exits import EXIT_INTERNAL, EXIT_OK, EXIT_UNSOUND, EXIT_USAGE
-from .grammar import GrammarError
+from .. import targets
+from ..formats import EXTENSIONS, SCHEMA, write_file
+from ..grammar import GrammarError
+from ..optimizer import Job, Options, run_job
+from ..optimizer.cache import cache_get, cache_key, cache_put
+from .exits import EXIT_INTERNAL, EXIT_OK, EXIT_UNSOUND, EXIT_USAGE
 
 GRAMMAR_EXTENSIONS = tuple(EXTENSIONS)
 SCHEMA_EXTENSIONS = (".json", ".jsonl")
 CACHE_FOLDER = ".gramopt-cache"
-_SHAPING = ("target", "passes", "verify", "to", "dialect", "start", "strict", "cost_model",  # options that
-            "max_nodes", "max_iterations", "max_verify_work", "max_cleanup_work", "max_inline_work",  # shape bytes
-            "max_engine_check_steps", "keep", "converter")
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,7 @@ def batch_items(path: str, outdir: str, to: str | None = None, target: str = tar
     """The items of a folder (grammar files by extension, ``.json`` schemas, ``.jsonl`` files
     line by line; hidden folders skipped) or of one JSONL file, with their output paths
     under ``outdir`` (same relative path; a JSONL line ``k`` of ``f.jsonl`` → ``f.k.EXT``)."""
-    from .engines.jsonschema import WRITES
+    from ..engines.jsonschema import WRITES
     t = targets.get(target)
     schema_ext = to or t.output_dialect or WRITES[t.schema_converter]
     files = _files(path) if os.path.isdir(path) else [os.path.basename(path)]
@@ -84,12 +81,12 @@ def batch_items(path: str, outdir: str, to: str | None = None, target: str = tar
         stem, ext = os.path.splitext(rel)
         kind = dialect or _kind(ext)
         text = _read(src)
-        if kind == "jsonschema" and ext == ".jsonl":
+        if kind == SCHEMA and ext == ".jsonl":
             for k, line in enumerate(text.splitlines(), 1):
                 if line.strip():
                     items.append(Item(f"{rel}:{k}", kind, line, src, k,
                                       os.path.join(outdir, f"{stem}.{k}.{schema_ext}")))
-        elif kind == "jsonschema":
+        elif kind == SCHEMA:
             items.append(Item(rel, kind, text, src, 0, os.path.join(outdir, f"{stem}.{schema_ext}")))
         else:
             # --to, else the target's dialect for the EBNF family (xgrammar: .ebnf), else the input's
@@ -117,7 +114,7 @@ def _files(folder: str) -> list[str]:
 
 
 def _kind(ext: str) -> str:
-    return "jsonschema" if ext in SCHEMA_EXTENSIONS else ext[1:]
+    return SCHEMA if ext in SCHEMA_EXTENSIONS else EXTENSIONS.get(ext, ext[1:])
 
 
 def _read(path: str) -> str:
@@ -133,84 +130,20 @@ def _read(path: str) -> str:
 # ---------------------------------------------------------------- one item (in a worker)
 
 
-def item_key(item: Item, options: dict) -> str:
-    from ._version import __version__
-    shaping = {k: options.get(k) for k in _SHAPING}
-    if options.get("fast"):  # the per-request mode's bytes differ; a default run's key stays as it was
-        shaping["fast"] = True
-    from .passes import cost_model_used
-    shaping["cost_model"] = cost_model_used(targets.get(options.get("target", targets.DEFAULT)),
-                                            options.get("cost_model"))[1]  # the model's bytes, by hash
-    from .judge import engine_versions  # the judge's verdicts are the installed engines'
-    shaping["engines"] = engine_versions(targets.get(options.get("target", targets.DEFAULT)))
-    h = hashlib.sha256(json.dumps({"kind": item.kind, "options": shaping, "version": __version__,
-                                   "out": os.path.splitext(item.dst)[1]}, sort_keys=True).encode())
-    h.update(item.text.encode("utf-8"))
-    return h.hexdigest()
+def item_key(item: Item, options: "Options | Mapping") -> str:
+    """The cache key of ``item`` optimized with ``options`` (``optimizer.cache.cache_key``)."""
+    return cache_key(item.kind, item.text, os.path.splitext(item.dst)[1], options)
 
 
-def cache_path(cache_dir: str, key: str) -> str:
-    return os.path.join(cache_dir, key[:2], key)
-
-
-CACHE_FORMAT = 1
-
-
-def cache_get(cache_dir: str | None, key: str) -> str | None:
-    """The output text cached under ``key``, or None. An entry is JSON
-    ``{"format", "key", "sha256", "text"}``; one of another shape, for another key, or whose
-    text does not hash to its ``sha256`` (edited, truncated, another version's) is ignored
-    with a warning on stderr, and the item is optimized again (and the entry replaced)."""
-    if not cache_dir:
-        return None
-    path = cache_path(cache_dir, key)
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            raw = f.read()
-    except OSError:
-        return None
-    except UnicodeDecodeError:
-        raw = None
-    why = _bad_entry(raw, key)
-    if why is None:
-        return json.loads(raw)["text"]
-    print(f"{path}: warning: ignoring a bad cache entry ({why}); optimizing again", file=sys.stderr)
-    return None
-
-
-def _bad_entry(raw: str | None, key: str) -> str | None:
-    """Why ``raw`` is not a valid cache entry for ``key``, or None when it is."""
-    if raw is None:
-        return "not UTF-8"
-    try:
-        entry = json.loads(raw)
-    except ValueError:
-        return "not JSON"
-    if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT or \
-            not all(isinstance(entry.get(k), str) for k in ("key", "sha256", "text")):
-        return "not a gramopt cache entry"
-    if entry["key"] != key:
-        return "stored under another key"
-    if hashlib.sha256(entry["text"].encode("utf-8")).hexdigest() != entry["sha256"]:
-        return "its text does not match its SHA-256"
-    return None
-
-
-def cache_put(cache_dir: str | None, key: str, text: str) -> None:
-    if cache_dir:
-        entry = {"format": CACHE_FORMAT, "key": key,
-                 "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "text": text}
-        try:
-            os.makedirs(os.path.dirname(cache_path(cache_dir, key)), exist_ok=True)
-            write_file(cache_path(cache_dir, key), json.dumps(entry, ensure_ascii=False))
-        except (OSError, GrammarError):
-            pass  # a read-only or vanished cache only costs the reuse
-
-
-def optimize_item(item: dict, options: dict, cache_dir: str | None) -> dict:
+def optimize_item(item: dict, options: "Options | Mapping", cache_dir: str | None,
+                  max_memory: str | None = None) -> dict:
     """Run in a worker: the item's output text (from the cache, or optimized and stored).
-    Returns {name, code, message, seconds, text, cached}; never raises for bad input."""
-    from .passes import OptimizationError
+    Returns {name, code, message, seconds, text, cached}; never raises for bad input.
+    ``max_memory`` (``--max-memory``) holds in each worker; a mapping of options may carry it."""
+    from ..passes import OptimizationError
+    if isinstance(options, Mapping):
+        max_memory = max_memory or options.get("max_memory")
+    options = Options.of(options)
     it = Item(**item)
     t0 = time.perf_counter()
     key = item_key(it, options)
@@ -218,9 +151,9 @@ def optimize_item(item: dict, options: dict, cache_dir: str | None) -> dict:
     if cached is not None:
         return {"name": it.name, "code": EXIT_OK, "message": "from the cache", "seconds": 0.0,
                 "text": cached, "cached": True}
-    from .cli.guard import LimitReached, guarded
+    from .guard import LimitReached, guarded
     try:
-        with guarded(max_memory=options.get("max_memory")):  # --max-memory holds in each worker too
+        with guarded(max_memory=max_memory):  # --max-memory holds in each worker too
             text, result = _optimize(it, options)
     except LimitReached as e:
         return {"name": it.name, "code": EXIT_USAGE, "message": f"{it.name}: error: {e}",
@@ -248,33 +181,10 @@ def internal_error(name: str, e: BaseException, seconds: float = 0.0) -> dict:
             "seconds": seconds, "text": None, "cached": False}
 
 
-def _optimize(it: Item, options: dict):
-    from .formats import parse, write
-    from .passes import optimize
-    target = options.get("target", targets.DEFAULT)
-    if it.kind == "jsonschema":
-        from .engines.jsonschema import convert_for_target, parse_schema
-        grammar, _ = convert_for_target(parse_schema(it.text, it.source, it.line), targets.get(target),
-                                        options.get("converter"))
-    else:
-        from .formats import read
-        grammar = read(it.source, it.kind, options.get("start")) if not it.text else \
-            parse(it.text, it.kind, it.source, options.get("start"))
-    from .passes import WORK_LIMITS, work_limits
-    rest = {k: options[k] for k in ("target", "passes", "verify", "cost_model", "fast", "keep") if k in options}
-    try:
-        result = optimize(grammar, **rest, **work_limits(**{k: options.get(k) for k in WORK_LIMITS}))
-    except ValueError as e:  # an unknown pass or target name
-        raise GrammarError(str(e), path=it.source) from None
-    src = it.source if it.kind != "jsonschema" else None
-    asked = options.get("to") or EXTENSIONS.get(os.path.splitext(it.dst)[1])
-    dialect, out, dropped = targets.get(target).output_form(result.grammar, asked, src)
-    warning = targets.get(target).dropped_warning(dialect, dropped, bool(options.get("strict")))
-    if warning:
-        if options.get("strict"):
-            raise GrammarError(warning, path=it.source)
-        result.report.warnings.append(warning)
-    return write(out, dialect), result
+def _optimize(it: Item, options: "Options | Mapping"):
+    """(output text, result) of one item: ``run_job`` on the text the client read."""
+    outcome = run_job(Job(it.source, Options.of(options), it.dst, it.text, it.kind, it.line))
+    return outcome.text, outcome.result
 
 
 # ---------------------------------------------------------------- the batch
@@ -316,9 +226,10 @@ class Progress:
         self.stream.flush()
 
 
-def run_batch(items: list[Item], options: dict, *, workers: int = 0, scheduler: str | None = None,
-              cache_dir: str | None = None, progress: bool = True) -> int:
-    """Optimize every item; write each output; return the worst exit code."""
+def run_batch(items: list[Item], options: Options, *, workers: int = 0, scheduler: str | None = None,
+              cache_dir: str | None = None, progress: bool = True, max_memory: str | None = None) -> int:
+    """Optimize every item; write each output; return the worst exit code. ``max_memory``
+    (``--max-memory``) holds in each worker (it shapes nothing: not in the cache key)."""
     keys = {it.name: item_key(it, options) for it in items}
     todo, results = [], []
     for it in items:
@@ -336,7 +247,7 @@ def run_batch(items: list[Item], options: dict, *, workers: int = 0, scheduler: 
     worst = EXIT_OK
     written = [0]
     by_name = {it.name: it for it in todo}
-    running = _schedule(todo, options, workers, scheduler, cache_dir)
+    running = _schedule(todo, options, workers, scheduler, cache_dir, max_memory)
     try:
         for it, r in results:
             worst = max(worst, _finish(it, r, bar, written))
@@ -389,12 +300,13 @@ def _same(path: str, text: str) -> bool:
         return False
 
 
-def _schedule(todo: list[Item], options: dict, workers: int, scheduler: str | None, cache_dir):
+def _schedule(todo: list[Item], options: Options, workers: int, scheduler: str | None, cache_dir,
+              max_memory: str | None = None):
     """Results as they complete, from local processes or a Dask cluster."""
     if not todo:
         return
     if scheduler:
-        yield from _on_dask(todo, options, scheduler, cache_dir)
+        yield from _on_dask(todo, options, scheduler, cache_dir, max_memory)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -405,7 +317,7 @@ def _schedule(todo: list[Item], options: dict, workers: int, scheduler: str | No
                                initializer=_worker_init)
     done: set[str] = set()
     try:
-        futures = {pool.submit(optimize_item, asdict(it), options, cache_dir): it for it in todo}
+        futures = {pool.submit(optimize_item, asdict(it), options, cache_dir, max_memory): it for it in todo}
         for fut in as_completed(futures):
             error = fut.exception()
             if isinstance(error, BrokenProcessPool):
@@ -422,10 +334,11 @@ def _schedule(todo: list[Item], options: dict, workers: int, scheduler: str | No
     if rest:
         print(f"gramopt: a worker process died; the {len(rest)} item(s) it may have held are run again, "
               "one process each", file=sys.stderr)
-        yield from _one_process_each(rest, options, n, cache_dir)
+        yield from _one_process_each(rest, options, n, cache_dir, max_memory)
 
 
-def _one_process_each(todo: list[Item], options: dict, n: int, cache_dir) -> Iterator[dict]:
+def _one_process_each(todo: list[Item], options: Options, n: int, cache_dir,
+                      max_memory: str | None = None) -> Iterator[dict]:
     """Results of ``todo``, each item in a process of its own (at most ``n`` at a time), after
     a worker died: an item whose process dies again fails alone, with the signal that ended
     it, and the others complete (a pool loses every item it holds when one worker dies)."""
@@ -442,7 +355,7 @@ def _one_process_each(todo: list[Item], options: dict, n: int, cache_dir) -> Ite
                 proc.start()
                 theirs.close()  # the child holds the only other end: EOF or EPIPE once it ends
                 try:  # the item goes down the pipe, not in start()'s arguments: a child that dies
-                    conn.send((asdict(it), options, cache_dir))  # before reading those hangs start()
+                    conn.send((asdict(it), options, cache_dir, max_memory))  # before reading those hangs start()
                 except OSError:
                     pass  # it died already: its EOF is read below
                 running[conn] = (proc, it)
@@ -469,8 +382,8 @@ def _run_one(conn) -> None:
     """A process of its own for one item (``_one_process_each``): the item up ``conn``, its
     result down it."""
     _worker_init()
-    item, options, cache_dir = conn.recv()
-    conn.send(optimize_item(item, options, cache_dir))
+    item, options, cache_dir, max_memory = conn.recv()
+    conn.send(optimize_item(item, options, cache_dir, max_memory))
     conn.close()
 
 
@@ -504,7 +417,7 @@ def _stop_workers(pool) -> None:
         p.join(timeout=5)
 
 
-def _on_dask(todo: list[Item], options: dict, scheduler: str, cache_dir):
+def _on_dask(todo: list[Item], options: Options, scheduler: str, cache_dir, max_memory: str | None = None):
     try:
         from distributed import Client, as_completed
     except ImportError:
@@ -514,7 +427,7 @@ def _on_dask(todo: list[Item], options: dict, scheduler: str, cache_dir):
     except OSError as e:
         raise GrammarError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
     try:
-        futures = [client.submit(optimize_item, asdict(it), options, cache_dir, pure=False, key=f"gramopt-{i}-{it.name}")
+        futures = [client.submit(optimize_item, asdict(it), options, cache_dir, max_memory, pure=False, key=f"gramopt-{i}-{it.name}")
                    for i, it in enumerate(todo)]
         names = {fut.key: it.name for fut, it in zip(futures, todo)}
         try:
