@@ -141,6 +141,8 @@ def item_key(item: Item, options: dict) -> str:
     from .passes import cost_model_used
     shaping["cost_model"] = cost_model_used(targets.get(options.get("target", targets.DEFAULT)),
                                             options.get("cost_model"))[1]  # the model's bytes, by hash
+    from .costmodels.predict import models_digest  # the guard's decision models, by the hash of their bytes
+    shaping["decision_models"] = models_digest()
     from .judge import engine_versions  # the judge's verdicts are the installed engines'
     shaping["engines"] = engine_versions(targets.get(options.get("target", targets.DEFAULT)))
     h = hashlib.sha256(json.dumps({"kind": item.kind, "options": shaping, "version": __version__,
