@@ -8,8 +8,9 @@ A pair is (input, candidate): the input is a schema's grammar from xgrammar's co
 with ``--forms``, llama.cpp's); the candidate is what a target's passes make of it *before the
 judge* (the target record with its guard and engine check removed, ``verify=False``: the passes
 are language-preserving; the benchmark asks only which form is faster). The prediction for
-engine E is the target's guard restricted to E (``NoSlowerGuard((E,), …)`` with the guard's own
-settings): "the candidate is not slower in E" when it finds nothing against it. The measurement
+engine E is the target's guard's for E: the default target's decision model predicts a p95 ratio
+of at most 1 in E (``PredictedGuard.predictions``); a shape-count guard restricted to E
+(``NoSlowerGuard((E,), …)``) finds nothing against the candidate. The measurement
 is E's per-mask p95 along the schema's test instances, input and candidate stepped interleaved
 (``jsonschemabench_bench.step``), per step the minimum over ``--repeats`` runs.
 
@@ -48,14 +49,20 @@ def candidate(grammar, target_name: str):
 
 
 def predicted_not_slower(target_name: str, engine: str, original, cand) -> bool | None:
-    """The target's guard restricted to ``engine``: True when it finds nothing against the
-    candidate; a target without a guard (xgrammar: its extractor's cost model and its fix-ups
-    decide) always writes its candidate, which is its prediction that the candidate is faster."""
+    """The target's guard's prediction for ``engine``: the default target's (``PredictedGuard``)
+    predicted p95 ratio for that engine at most 1; a shape-count guard (llama.cpp's) restricted
+    to ``engine``: True when it finds nothing against the candidate; a target without a guard
+    (xgrammar: its extractor's cost model and its fix-ups decide) always writes its candidate,
+    which is its prediction that the candidate is faster."""
     from gramopt import targets
-    from gramopt.targets.guard import NoSlowerGuard
+    from gramopt.targets.guard import NoSlowerGuard, PredictedGuard
     g = targets.get(target_name).guard
     if g is None:
         return True
+    if isinstance(g, PredictedGuard):
+        if engine not in g.engines:
+            return None
+        return g.predictions(original, cand)[engine] <= 1.0
     mine = NoSlowerGuard((engine,), strict=getattr(g, "strict", False), baseline=getattr(g, "baseline", None),
                          clear=getattr(g, "clear", False))
     try:

@@ -50,7 +50,7 @@ def test_a_right_recursive_rule_made_a_star_group_is_rejected():
     original = parse('root ::= "\\"" s\ns ::= "\\"" | [a-z] s | "\\\\" [nt] s\n', "gbnf")
     star = parse('root ::= "\\"" ([a-z] | "\\\\" [nt])* "\\""\n', "gbnf")
     why = GUARD.worse(original, star)
-    assert why is not None and "star_groups" in why
+    assert why is not None and why.startswith("predicted slower than the input without its redundancy in xgrammar")
 
 
 @pytest.mark.parametrize("name", ["llamacpp__json.gbnf",

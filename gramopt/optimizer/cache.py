@@ -34,6 +34,8 @@ def cache_key(kind: str, text: str, out_ext: str, options: "Options | Mapping") 
     shaping = o.key()
     target = targets.get(o.target)
     shaping["cost_model"] = cost_model_used(target, o.cost_model)[1]  # the model's bytes, by hash
+    from ..costmodels.predict import models_digest  # the guard's decision models, by the hash of their bytes
+    shaping["decision_models"] = models_digest()
     shaping["engines"] = engine_versions(target)
     h = hashlib.sha256(json.dumps({"kind": kind, "options": shaping, "version": __version__, "out": out_ext},
                                   sort_keys=True).encode())

@@ -1,51 +1,56 @@
-"""The no-slower guard: a candidate is kept only where no engine's static cost grows (and,
-for the portable target, where it is clearly faster for one).
+"""The cost decisions of the targets: keep a candidate only where no engine the target claims
+gets slower.
 
-    NoSlowerGuard(engines, strict=False, baseline=None, clear=False).worse(original, candidate, models=None)
-                     -> str | None   (``models``: engine -> a cost model the user named, else the shipped one)
-    GUARD            every engine, clearly faster (the portable target)
+    GUARD            the default target's: ``PredictedGuard`` over every engine, against the
+                     input without its redundancy
+    PredictedGuard(engines, baseline=None).worse(original, candidate, models=None) -> str | None
+    NoSlowerGuard(engines, strict=False, baseline=None, clear=False).worse(...)    static shape counts
     llamacpp_guard   llama.cpp alone, strict, against the input with the fix-ups (llama.cpp target)
 
 Engines prefer different forms of one language (xgrammar decides a right-recursive "text
 until" rule with a lookahead in its mask cache, llguidance runs the same part as a star in its
-lexer: ``benchmarks/results``), so no single rewrite is faster everywhere. The guard compares
-the candidate with a reference form (the input, or what the target would write without its
-e-graph: ``baseline``) under each of its engines' static costs (``costmodels.engine_shapes``:
-the engine's calibrated model's cost and the counts of the shapes measured to make it slow)
-and rejects the candidate when any component grew for any of its engines; a ``strict`` guard
-also rejects one whose model cost is not lower; a ``clear`` guard (the portable target's) one
-that no engine gains from clearly (``engine_shapes.clearly_better_for``: a model cost at most
-``CLEAR_GAIN`` of the reference's, or a slow shape fewer; smaller static gains measured as
-noise, 0.88–1.08×). A ``clear``
-guard keeps a candidate that costs every engine exactly what the reference does in fewer
-rules: what went is rules the start does not reach (or their duplicates), which engines
-compile but never step through.
+lexer; a whitespace class pulled out into one shared nullable rule made xgrammar 1.4–3.4× slower
+at p95 on JSONSchemaBench schemas, no other engine), so no single rewrite is faster everywhere.
 
-The portable target's reference (``GUARD``) is the input *without its redundancy*
-(``without_redundancy``: pass-through and duplicated rules merged, split literals fused,
-unreachable rules dropped, then the fix-ups) — also what the target keeps when the candidate
-is rejected (``Target.reduce``). Removing redundancy is never judged: it adds no state, no
-step and no shape an engine pays for; judging it against the raw input rejected it for
-"shape" counts that the redundancy itself had hidden (a duplicated rule is one shared rule
-less; a left-recursive helper fixed up as a star is one star group more), and 25 of 34
-obfuscated corpus grammars came back with more rules than their clean form. What the guard
-still judges is what the optimizer adds beyond that: a right-recursive rule rewritten as a
-star group (xgrammar: 87 µs → 246 ms p95 on its converter's string rule; lookahead rules
-are pinned and never rewritten at all, ``Rule.pinned``), new shared or nullable references,
-plus-of-class loops.
-It is deterministic (counts of the grammar, no timing) and conservative: a rewrite whose
-effect the counts cannot vouch for is not taken: the pass manager then keeps the input with
-only the target's fix-ups (``passes._judged``; the clean-ups alone are no safer for every engine).
+The default target's decision (``PredictedGuard``) is a measured prediction: per engine, a
+model fitted on (form, form) pairs of JSONSchemaBench schemas timed in that engine
+(``costmodels.predict``; ``benchmarks/cost_pairs.py`` measures, ``benchmarks/fit_cost_model.py``
+fits on one hash half and reports accuracy on the other) predicts the p95 mask-time ratio of
+the candidate to the reference. The candidate is kept when no engine is predicted slower than
+its noise (``SLOWER``×, or the engine's A/A noise where larger) and at least one is predicted
+faster; else the pass manager tries its fallbacks
+(``passes._fallbacks``), each judged the same way, down to the reference itself. The static
+shape-count guard it replaces picked the faster form on 7 of 33 measured eval pairs in
+xgrammar, the model 33 of 33 (``benchmarks/results/cost-model-2026-11-27``).
+
+The reference is the input *without its redundancy* (``without_redundancy``: pass-through and
+duplicated rules merged, split literals fused, unreachable rules dropped, then the fix-ups) —
+also what the target keeps when the candidate is rejected (``Target.reduce``). Removing
+redundancy is never judged: it adds no state, no step and no shape an engine pays for; judging
+it against the raw input rejected it for "shape" counts that the redundancy itself had hidden,
+and 25 of 34 obfuscated corpus grammars came back with more rules than their clean form.
+
+The llama.cpp target keeps its static guard (``llamacpp_guard``): its extractor and guard read
+one calibrated model, the one ``--cost-model`` names. Both are deterministic (counts of the
+grammar and model files, no timing); the decision models are named with their sha256 in the
+"guard" report and in the batch cache key (``costmodels.predict.models_digest``).
 """
 
 from __future__ import annotations
 
+import math
+import os
 from typing import Callable
 
 from ..costmodels.calibration import engine_node_weights
 from ..costmodels.engine_shapes import CLEAR_GAIN, ENGINE_SHAPES, clearly_better_for, engine_costs, worse_for
+from ..costmodels.predict import ENGINES, DecisionModel, features
 from ..grammar import Grammar
 from .portable import fixup as portable_fixup, reduce as portable_reduce
+
+# a candidate predicted slower than this in any engine is not kept: the A/A noise of one p95 on
+# a shared machine, and the issue's floor (0.9× = 1.11× the time)
+SLOWER = 1.1
 
 
 class NoSlowerGuard:
@@ -115,7 +120,57 @@ def without_redundancy(g: Grammar) -> Grammar:
     return portable_fixup(portable_reduce(g))
 
 
-GUARD = NoSlowerGuard(clear=True, baseline=without_redundancy, against="the input without its redundancy")
+class PredictedGuard:
+    """The default target's cost decision: ``worse`` is None (keep the candidate) when no engine
+    of ``engines`` is predicted slower than its noise (``SLOWER``×, or the engine's A/A noise
+    in its model's data where larger: llguidance's p95 is the noisiest) and at least one is
+    predicted faster (below 1×), else one line saying which engine and by how much. The
+    reference is ``baseline(original)``; the predictions are each engine's decision model
+    (``costmodels.predict``: fitted on measured JSONSchemaBench pairs; ``models`` may name a
+    folder of ``decision-ENGINE.json`` in place of the shipped ones). A candidate that is the
+    reference is kept as it is."""
+
+    def __init__(self, engines: tuple[str, ...] = ENGINES, baseline: Callable[[Grammar], Grammar] | None = None,
+                 against: str = "the input", name: str = "no-slower"):
+        self.engines, self.baseline, self.against, self.name = engines, baseline, against, name
+
+    def models(self, models: dict | None = None) -> dict:
+        """engine -> its decision model (the one in the folder ``models`` names for it, else shipped)."""
+        return {e: DecisionModel.load(e, (models or {}).get(e) if _is_decision_dir((models or {}).get(e)) else None)
+                for e in self.engines}
+
+    @property
+    def accepted(self) -> str:
+        named = ", ".join(m.source for m in self.models().values())
+        return (f"predicted faster in an engine and slower than its noise (≥ {SLOWER:g}×) in none, against {self.against} "
+                f"(decision models: {named})")
+
+    def predictions(self, original: Grammar, candidate: Grammar, models: dict | None = None) -> dict:
+        """engine -> predicted p95 ratio candidate / reference (< 1: faster)."""
+        ref = self.baseline(original) if self.baseline is not None else original
+        a, b = features(ref), features(candidate)
+        return {e: math.exp(m.log_ratio(a, b)) for e, m in self.models(models).items()}
+
+    def worse(self, original: Grammar, candidate: Grammar, models: dict | None = None) -> str | None:
+        ref = self.baseline(original) if self.baseline is not None else original
+        if candidate == ref:
+            return None
+        pred = self.predictions(original, candidate, models)
+        noise = {e: max(SLOWER, m.noise) for e, m in self.models(models).items()}
+        slower = [e for e in self.engines if pred[e] > noise[e]]
+        shown = ", ".join(f"{e} {pred[e]:.2f}×" for e in self.engines)
+        if slower:
+            return f"predicted slower than {self.against} in {', '.join(slower)} ({shown})"
+        if not any(pred[e] < 1.0 for e in self.engines):
+            return f"predicted faster than {self.against} in no engine ({shown})"
+        return None
+
+
+def _is_decision_dir(path: str | None) -> bool:
+    return bool(path) and os.path.isdir(path) and any(f.startswith("decision-") for f in os.listdir(path))
+
+
+GUARD = PredictedGuard(baseline=without_redundancy, against="the input without its redundancy")
 
 
 def llamacpp_guard(fixed_up: Callable[[Grammar], Grammar]) -> NoSlowerGuard:
@@ -128,4 +183,4 @@ def llamacpp_guard(fixed_up: Callable[[Grammar], Grammar]) -> NoSlowerGuard:
                          against="the fixed-up input", name="llama.cpp-cost")
 
 
-__all__ = ["GUARD", "NoSlowerGuard", "llamacpp_guard"]
+__all__ = ["GUARD", "SLOWER", "NoSlowerGuard", "PredictedGuard", "llamacpp_guard"]
