@@ -20,7 +20,8 @@ import os
 from dataclasses import dataclass
 
 from .. import targets
-from ..formats import EXTENSIONS, LARK, SCHEMA, WRITABLE, check_writable, clean_text, parse, read, read_text, write
+from ..formats import (EXTENSIONS, LARK, SCHEMA, WRITABLE, check_writable, clean_text, parse, read, read_text,
+                       unwritable, write)
 from ..grammar import GrammarError
 from ..stage import stage
 from .options import Options
@@ -116,6 +117,18 @@ def read_job(job: Job, converted: list[str]):
     return read(job.source, kind, o.start), read_text(job.source, kind), None
 
 
+def schema_form(grammar, target: str, output: str | None, to: str | None):
+    """(grammar, dialect to write) of a converted schema: the dialect asked for (``to``, or the
+    output's extension), else the target's ``schema_dialect``, with what that dialect cannot
+    carry left out *before* optimizing (``formats.unwritable``: lookahead assertions are hints,
+    the language is the rules'), so the optimizer and the judge see what will be written."""
+    asked = to or dialect_of_extension(output if output != "-" else None)
+    dialect = asked or targets.get(target).schema_dialect
+    if dialect is None:
+        return grammar, to
+    return unwritable(grammar, dialect)[0], dialect
+
+
 def run_job(job: Job) -> Outcome:
     """Optimize one input (module docstring)."""
     from ..passes import optimize
@@ -125,8 +138,11 @@ def run_job(job: Job) -> Outcome:
     with stage("reading"):
         grammar, original, converter = read_job(job, converted)
     src = None if converter else source
+    to = o.to
+    if converter:
+        grammar, to = schema_form(grammar, o.target, job.output, to)
     try:  # before any work: a Lark lexer asked for as GBNF / EBNF (formats.check_writable)
-        check_writable(grammar, written_form(grammar, o.target, job.output, o.to, src)[0])
+        check_writable(grammar, written_form(grammar, o.target, job.output, to, src)[0])
         check_kept(grammar, o.keep)
     except GrammarError as e:
         raise _located(e, source, original, converter) from None
@@ -141,7 +157,7 @@ def run_job(job: Job) -> Outcome:
     if o.strict and result.report.warnings:  # about the input: an empty language
         raise GrammarError(result.report.warnings[0] + " (--strict)", path=source)
     result.report.warnings[:0] = converted  # about the conversion: said, never fatal
-    out_dialect, out_grammar, warning = written_form(result.grammar, o.target, job.output, o.to, src, o.strict)
+    out_dialect, out_grammar, warning = written_form(result.grammar, o.target, job.output, to, src, o.strict)
     if warning and o.strict:
         raise GrammarError(warning, path=source)
     if converter:  # llama.cpp refuses left recursion ($ref loops)

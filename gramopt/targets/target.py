@@ -68,6 +68,10 @@ class Target:
     output_dialect: str | None = None
     schema_converter: str = "xgrammar"  # whose JSON Schema converter makes its grammar (engines/jsonschema.py)
     schema_fallback: str | None = None  # the converter used when schema_converter's package is missing
+    # the dialect a converted JSON Schema is written in when none is asked for (None: the
+    # converter's); what that dialect cannot carry is left out before optimizing, so the judge
+    # checks what is written (the default target: GBNF, which every engine it names reads)
+    schema_dialect: str | None = None
     lark_subset: object | None = None  # the Lark its engine loads, when it writes .lark (formats/lark_llguidance)
     # the input without its redundancy (``transforms.cleanup.remove_redundancy``): a fallback
     # tried before the bare input when the passes' output is rejected (None: no such step)
