@@ -449,11 +449,12 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
                         fast_bounds = replace(fast_bounds, max_work=(bounds or Bounds()).max_work)
                         res = check(grammar, out, fast_bounds, methods)
                         res.stats["mode"] = f"per-request: {fast_bounds.derivations} derivations each way"
-                    else:
-                        res = check(grammar, out, bounds or Bounds())
+                    else:  # the changed rules first, the unchanged ones as letters (verify.unchanged)
+                        res = check(grammar, out, bounds or Bounds(), incremental=True)
                     for k in keep if res.ok and not res.stats.get("work_spent") else ():
                         # a kept entry point's own language: the engine may start there too
-                        res = check(replace(grammar, start=k), replace(out, start=k), bounds or Bounds())
+                        res = check(replace(grammar, start=k), replace(out, start=k), bounds or Bounds(),
+                                    incremental=not fast)
                         if not res.ok or res.stats.get("work_spent"):
                             break
             except RecursionError as e:  # the checker's limits, not a verdict
@@ -528,7 +529,7 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast
         return (rest.run(grammar) if fast else rest.run_to_fixpoint(grammar))[0]
 
     def same_language(a: Grammar, b: Grammar) -> bool:
-        res = check_equivalence(a, b, bounds or Bounds())
+        res = check_equivalence(a, b, bounds or Bounds(), incremental=True)
         return res.ok and not res.stats.get("work_spent") and not res.stats.get("safety_limit")
 
     optimizer = Optimizer(tuple(pm.names), lambda name, g: replay.run_pass(name, g)[0], without,

@@ -68,9 +68,9 @@ def check_equivalence(original: Grammar, candidate: Grammar, bounds: Bounds = Bo
     check only the rules that changed, the unchanged ones as letters (``unchanged``); its
     "same" stands (``stats["unchanged"]``), anything else — a difference, a spent budget —
     is decided by the full check, so a difference is always the full check's. Off by
-    default: the abstraction spends less of the work budget than the full check, so a
-    check that would stop at its budget may finish, and the pipeline then keeps another
-    output."""
+    default here; the pipeline asks for it (``passes``): the abstraction spends less of the
+    work budget than the full check, so a check that would stop at its budget may finish,
+    and the pipeline then keeps the optimized output where it kept the input."""
     with paused():  # (gramopt.collector: millions of live sets and items, nothing to collect)
         if incremental:
             res = _unchanged_first(original, candidate, bounds, methods)
