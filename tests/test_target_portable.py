@@ -127,7 +127,7 @@ def test_guard_keeps_a_delegate_inlined_where_predicted_faster():
     r = optimize(g)
     assert len(r.grammar.rules) == 1 and check_equivalence(g, r.grammar).ok
     guard = [p for p in r.report.passes if p.name == "guard"]
-    assert guard and guard[0].notes[0].startswith("no-slower: predicted faster in an engine")
+    assert guard and guard[0].notes[0].startswith("no-slower: predicted slower than its noise")
     # merging a class spread over three rules: the static shapes count it a third cheaper
     g = parse('root ::= c+\nc ::= letter | digit | punct\nletter ::= [A-Za-z]\ndigit ::= [0-9]\n'
               'punct ::= [!-/:-@[-`{-~]', "gbnf")
@@ -175,13 +175,11 @@ def test_readme_example_does_not_trip_the_xgrammar_root_bug():
     assert not _referenced_root(out)
     assert out.rule(out.start).body == Ref("root-rec")
     assert write(out).splitlines()[-2:] == ['root ::= root-rec', 'root-rec ::= "a" root-rec "b" | ""']
-    # G2 (the README's) already delegates and G1 is predicted faster in no engine (measured:
-    # 1.00x xgrammar, 0.99x llguidance, 0.99x llama.cpp at p95): its own bytes
-    g = read(README_EXAMPLE)
-    r = optimize(g)
-    assert r.grammar == g and not _referenced_root(r.grammar)
-    assert any(n.startswith("kept the input") and "predicted faster than the input without its redundancy in no "
-               "engine" in n for n in r.report.notes)
+    # G2 (the README's) becomes G1 with the same delegate: no engine is predicted slower
+    # (measured: 1.00x xgrammar, 0.99x llguidance, 0.99x llama.cpp at p95)
+    r = optimize(read(README_EXAMPLE))
+    assert not _referenced_root(r.grammar) and write(r.grammar).splitlines()[-2:] == write(out).splitlines()[-2:]
+    assert not any(n.startswith("kept the input") for n in r.report.notes)
 
 
 @pytest.mark.skipif(not HAVE_XGRAMMAR, reason="xgrammar not installed")
