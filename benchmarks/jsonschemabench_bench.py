@@ -45,6 +45,7 @@ import datetime
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -135,13 +136,13 @@ def optimize_batch(srcs: list[str], target: str, work: str, tag: str, timeout: i
             if os.path.isdir(outdir) else []
         said = [x for x in lines if base in x]
         row = dict(total, stderr=said[-1][:200] if said else "")
-        secs = __import__("re").findall(r"\(([0-9.]+) s\)\s*$", said[-1]) if said else []
+        secs = re.findall(r"\(([0-9.]+) s\)\s*$", said[-1]) if said else []
         if secs:
             row["item_s"] = float(secs[-1])  # the batch's own per-item wall time
         if outs:
             row.update(rc=0, out=outs[0])
         else:
-            codes = [int(c) for c in __import__("re").findall(r"exit (\d+)", " ".join(said))]
+            codes = [int(c) for c in re.findall(r"exit (\d+)", " ".join(said))]
             row["rc"] = codes[-1] if codes else total["batch_rc"] or "missing"
         rows[s] = row
     return rows

@@ -67,13 +67,17 @@ def dialect_of_extension(path: str | None) -> str | None:
     return d if d in WRITABLE else None
 
 
+def asked_dialect(output: str | None, to: str | None) -> str | None:
+    """The dialect the user asked for: ``--to``, else the output path's extension (None: none)."""
+    return to or dialect_of_extension(output if output != "-" else None)
+
+
 def written_form(grammar, target, output: str | None, to: str | None, source: str | None,
                  strict: bool = False):
     """(dialect, grammar to write, warning): ``Target.output_form`` with the dialect asked
-    for (``to``, or the output's extension); a warning when something was dropped."""
+    for (``asked_dialect``); a warning when something was dropped."""
     t = targets.get(target)
-    asked = to or dialect_of_extension(output if output != "-" else None)
-    dialect, kept, dropped = t.output_form(grammar, asked, source)
+    dialect, kept, dropped = t.output_form(grammar, asked_dialect(output, to), source)
     return dialect, kept, t.dropped_warning(dialect, dropped, strict)
 
 
@@ -122,8 +126,7 @@ def schema_form(grammar, target: str, output: str | None, to: str | None):
     output's extension), else the target's ``schema_dialect``, with what that dialect cannot
     carry left out *before* optimizing (``formats.unwritable``: lookahead assertions are hints,
     the language is the rules'), so the optimizer and the judge see what will be written."""
-    asked = to or dialect_of_extension(output if output != "-" else None)
-    dialect = asked or targets.get(target).schema_dialect
+    dialect = asked_dialect(output, to) or targets.get(target).schema_dialect
     if dialect is None:
         return grammar, to
     return unwritable(grammar, dialect)[0], dialect
