@@ -210,7 +210,7 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
         t = ctx.target
         try:
             ex = Extractor(eg, recursion_penalty=t.recursion_penalty, left_recursion=t.left_recursion,
-                           weights=cost_model_used(t, ctx.cost_model)[0]).extract()
+                           weights=cost_model_used(t, ctx.cost_model)[0], name_nullable=t.names_nullable).extract()
         except ExtractionError as e:
             rep.notes.append(f"extraction failed ({e}); input kept")
             return g
@@ -417,6 +417,7 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
         out, reports = pm.run(grammar)
     else:
         out, reports = pm.run_to_fixpoint(grammar)
+    out = _derived_lookaheads_kept(grammar, out, pm.ctx.target, reports)
     if out != grammar and (pm.ctx.target.checked_in or pm.ctx.target.guard is not None):
         with stage("engine check"):
             out = _judged(grammar, out, pm, reports, fast, bounds, samples)
@@ -490,19 +491,37 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
     return Result(out, report)
 
 
+def _derived_lookaheads_kept(original: Grammar, out: Grammar, t: Target, reports: list | None = None) -> Grammar:
+    """``out`` with the lookaheads xgrammar derives for ``original``'s rules kept, for a target
+    that claims xgrammar's speed (``Target.keeps_derived_lookaheads``; the argument is
+    ``transforms.reshape.derived_lookaheads``'); the copies made are noted in the last pass report."""
+    if not t.keeps_derived_lookaheads or out == original:
+        return out
+    from .formats import DIALECT, EBNF
+    from .transforms.reshape.derived_lookaheads import keep_derived_lookaheads
+    kept, copied = keep_derived_lookaheads(original, out, DIALECT.get(out.dialect, DIALECT[EBNF]).name_separator)
+    if copied and reports:
+        reports[-1].notes.append(f"{t.name}: xgrammar's derived lookaheads kept, {len(copied)} rules copied "
+                                 f"({', '.join(copied[:4])}{', …' if len(copied) > 4 else ''})")
+        reports[-1].rules_after = len(kept.rules)
+    return kept
+
+
 def _fallbacks(grammar: Grammar, pm: PassManager, safer: bool = True):
     """What a target keeps when the passes' output is rejected, in order: ``(label,
     grammar)`` for the passes without the e-graph ones (no rule turns from recursive to
     regular; only when ``safer``), then the input with only the target's fix-ups (the last
     resort, taken as it is: the fix-ups are what the target cannot do without)."""
+    t = pm.ctx.target
     if safer:
         pm_safer = PassManager([n for n in pm.names if n not in EGRAPH_PASSES], pm.ctx.target, pm.ctx.limits,
                                keep=pm.ctx.keep)
-        yield "the passes' output without the e-graph passes", pm_safer.run(grammar)[0]
-    t = pm.ctx.target
+        yield ("the passes' output without the e-graph passes",
+               _derived_lookaheads_kept(grammar, pm_safer.run(grammar)[0], t))
     keep = pm.ctx.keep  # the kept entry points are roots here too (``_pinned``)
     if t.reduce is not None:  # the default target: redundancy removed is never slower (targets.guard)
-        yield "the input without its redundancy", _unpinned(t.apply_fixups(t.reduce(_pinned(grammar, keep))))
+        yield "the input without its redundancy", _derived_lookaheads_kept(
+            grammar, _unpinned(t.apply_fixups(t.reduce(_pinned(grammar, keep)))), t)
     if t.fixups and "target" in pm.names:
         yield "the input with only the fix-ups", _unpinned(t.apply_fixups(_pinned(grammar, keep)))
     else:
@@ -526,7 +545,7 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast
     def without(dropped: frozenset) -> Grammar:
         rest = PassManager([n for n in pm.names if n not in dropped], t, pm.ctx.limits, None, pm.ctx.cost_model,
                            pm.ctx.keep)
-        return (rest.run(grammar) if fast else rest.run_to_fixpoint(grammar))[0]
+        return _derived_lookaheads_kept(grammar, (rest.run(grammar) if fast else rest.run_to_fixpoint(grammar))[0], t)
 
     def same_language(a: Grammar, b: Grammar) -> bool:
         res = check_equivalence(a, b, bounds or Bounds(), incremental=True)

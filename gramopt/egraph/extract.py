@@ -141,11 +141,14 @@ class Extractor:
     """``Extractor(eg, recursion_penalty=0, left_recursion=True, weights=None).extract()``.
 
     ``left_recursion=False``: a forward reference only after a non-nullable item (no left
-    recursion is emitted; llama.cpp rejects it)."""
+    recursion is emitted; llama.cpp rejects it). ``name_nullable=False``: an anonymous class
+    whose language holds ε is never given a rule of its own for being used in several places
+    (``_name_shared``); it stays inline at each use, as the input wrote it."""
 
     def __init__(self, eg: GrammarEGraph, *, recursion_penalty: float = 0.0, left_recursion: bool = True,
-                 lam: float = 1.0, weights: dict | None = None):
+                 lam: float = 1.0, weights: dict | None = None, name_nullable: bool = True):
         self.eg = eg
+        self.name_nullable = name_nullable
         self.snap: Snapshot = eg.snapshot()
         self.left_recursion = left_recursion
         self.costfn = NodeCost(eg.grammar.dialect == "lark", eg.atoms, recursion_penalty, lam, weights)
@@ -321,7 +324,8 @@ class Extractor:
         """Give a rule name to an anonymous class used in several places when κ says a
         rule is cheaper than the copies (u uses: u·c inline against the definition + 2
         entry/exit states + u references), by a margin, so that clean grammars keep their
-        shape. Naming changes no language: a reference and the inlined copy are one class."""
+        shape; a nullable class only when ``name_nullable``. Naming changes no language: a
+        reference and the inlined copy are one class."""
         needed = self._needed(choice)
         uses: dict[int, int] = {}
         parent: dict[int, int] = {}
@@ -333,7 +337,7 @@ class Extractor:
         taken = set(self.snap.of_name)
         for d in needed:
             u = uses.get(d, 0)
-            if u < 2 or d in name_of:
+            if u < 2 or d in name_of or (not self.name_nullable and d in self.nullable):
                 continue
             kind = choice[d].kind
             if kind in ("Tok", "Eps"):

@@ -45,7 +45,9 @@ from typing import Callable
 from ..costmodels.calibration import engine_node_weights
 from ..costmodels.engine_shapes import CLEAR_GAIN, ENGINE_SHAPES, clearly_better_for, engine_costs, worse_for
 from ..costmodels.predict import ENGINES, DecisionModel, features
+from ..formats import DIALECT, EBNF
 from ..grammar import Grammar
+from ..transforms.reshape.derived_lookaheads import keep_derived_lookaheads
 from .portable import fixup as portable_fixup, reduce as portable_reduce
 
 # a candidate predicted slower than this in any engine is not kept: the A/A noise of one p95 on
@@ -115,9 +117,14 @@ def _num(x) -> str:
 
 def without_redundancy(g: Grammar) -> Grammar:
     """The portable target's reference form: ``g`` without its redundancy (pass-through and
-    duplicated rules, split literals, unreachable rules: ``portable.reduce``) and with the
-    target's fix-ups — what it keeps when an output is rejected."""
-    return portable_fixup(portable_reduce(g))
+    duplicated rules, split literals, unreachable rules: ``portable.reduce``), with the
+    target's fix-ups, and with the lookaheads xgrammar derives for ``g``'s rules kept
+    (``keep_derived_lookaheads``) — what it keeps when an output is rejected."""
+    reduced = portable_fixup(portable_reduce(g))
+    if reduced == g:
+        return reduced
+    sep = DIALECT.get(reduced.dialect, DIALECT[EBNF]).name_separator
+    return keep_derived_lookaheads(g, reduced, sep)[0]
 
 
 class PredictedGuard:

@@ -50,7 +50,11 @@ class Target:
     with only the fix-ups (``passes.optimize``). ``checked_in``: the engines the target
     promises its output is safe in; the judge compares the output's token masks with the
     input's in each of them that is installed (``gramopt.judge``). ``calibrated_engine``: the engine whose fitted node
-    weights (``gramopt calibrate``) the extractor may use. ``output_dialect``: the dialect
+    weights (``gramopt calibrate``) the extractor may use. ``names_nullable``: whether the
+    extractor may give a nullable expression used in several places a rule of its own
+    (``Extractor(name_nullable=...)``). ``keeps_derived_lookaheads``: a rule the input used at
+    one place stays used at one place, so xgrammar still derives its lookahead assertion
+    (``transforms.reshape.derived_lookaheads``). ``output_dialect``: the dialect
     that carries what the fix-ups add (xgrammar's lookahead assertions need xgrammar EBNF);
     None when every dialect does.
     """
@@ -62,6 +66,8 @@ class Target:
     recursion_penalty: float = 0.0
     left_recursion: bool = True
     calibrated_engine: str | None = None
+    names_nullable: bool = True
+    keeps_derived_lookaheads: bool = False
     fixups: tuple[tuple[str, Fixup], ...] = ()
     checked_in: tuple[str, ...] = ()
     guard: Guard | None = None

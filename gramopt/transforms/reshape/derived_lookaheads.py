@@ -1,0 +1,161 @@
+"""Keep the lookaheads xgrammar derives for itself: a rule the input used at one place stays used
+at one place.
+
+    derived_lookaheads(g) -> set of rule names       the rules xgrammar gives an assertion of its own
+    keep_derived_lookaheads(original, output) -> (output', copied rule names)
+
+xgrammar derives a lookahead assertion for every rule (not the root, none written) that occurs
+exactly once at a non-last position of a sequence and never last in a sequence of another rule
+(its ``LookaheadAssertionAnalyzer``): the rest of that one sequence is all that may follow the
+rule, so the mask cache may decide tokens that run past the rule's end without the parser.
+Merging such a rule with a copy of itself used elsewhere (the clean-ups' duplicated rules, the
+e-graph's classes) gives the merged rule two occurrences, and the assertion is gone: on three
+JSONSchemaBench schemas (xgrammar's own converter writes one copy per property) xgrammar's p95
+per mask grew 1.4-2x, in no other engine (``benchmarks/results/derived-lookaheads-2026-11-27``).
+
+``keep_derived_lookaheads`` gives back to every rule of ``output`` that had a derived lookahead
+in ``original`` (same name) and lost it, one copy per extra occurrence under a fresh name, so
+each occurrence names its own rule again; a copy's references count as occurrences in turn
+(their rules are copied too where they lose theirs), to a fixpoint. Recursive rules are left as
+they are (a copy would reference the original), and so is everything when the copies would
+outnumber the original's rules (a bound, counted in rules: same input, same bytes).
+
+Why it preserves the language: a copy ``R'`` of ``R`` has ``R``'s body, so ``L(R') = L(R)`` (the
+same least fixpoint: substitute R' by R in any derivation); replacing one reference to ``R`` by
+a reference to ``R'`` leaves every rule's language unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...grammar import Alt, Grammar, Ref, Repeat, Rule, Seq, refs
+
+_Place = tuple[int, tuple[int, ...]]  # (rule index, path of item indexes to the reference)
+
+
+def _occurrences(g: Grammar) -> dict[str, tuple[list[_Place], list[_Place]]]:
+    """rule name -> (non-last occurrences, last occurrences in a sequence of another rule), as
+    xgrammar counts them once nested groups are rules of their own: a reference as the item
+    of a repetition is neither (``R*`` repeats the rule)."""
+    out: dict[str, tuple[list[_Place], list[_Place]]] = {}
+
+    def sequence(items, where: int, path: tuple[int, ...], owner: str) -> None:
+        for i, item in enumerate(items):
+            p = path + (i,)
+            if isinstance(item, Ref):
+                non_last, last = out.setdefault(item.name, ([], []))
+                if i < len(items) - 1:
+                    non_last.append((where, p))
+                elif item.name != owner:
+                    last.append((where, p))
+            else:
+                group(item, where, p, owner)
+
+    def group(e, where: int, path: tuple[int, ...], owner: str) -> None:
+        if isinstance(e, Alt):
+            for i, a in enumerate(e.items):
+                sequence(a.items if isinstance(a, Seq) else (a,), where, path + (i,), owner)
+        elif isinstance(e, Seq):
+            sequence(e.items, where, path, owner)
+        elif isinstance(e, Repeat) and not isinstance(e.item, Ref):
+            group(e.item, where, path + (0,), owner)
+
+    for k, r in enumerate(g.rules):
+        body = r.body
+        if isinstance(body, Alt):
+            group(body, k, (), r.name)
+        else:
+            sequence(body.items if isinstance(body, Seq) else (body,), k, (), r.name)
+    return out
+
+
+def derived_lookaheads(g: Grammar) -> set[str]:
+    """The rules of ``g`` xgrammar derives a lookahead assertion for (module docstring)."""
+    occ = _occurrences(g)
+    return {r.name for r in g.rules
+            if r.name != g.start and r.lookahead is None and r.name in occ
+            and len(occ[r.name][0]) == 1 and not occ[r.name][1]}
+
+
+def _recursive(g: Grammar) -> set[str]:
+    """Rules that reach themselves."""
+    graph = {r.name: set(refs(r.body)) for r in g.rules}
+    out = set()
+    for name in graph:
+        seen, todo = set(), list(graph[name])
+        while todo:
+            n = todo.pop()
+            if n == name:
+                out.add(name)
+                break
+            if n in seen or n not in graph:
+                continue
+            seen.add(n)
+            todo.extend(graph[n])
+    return out
+
+
+def _redirect(r: Rule, path: tuple[int, ...], name: str) -> Rule:
+    """``r`` with the reference at ``path`` (as ``_occurrences`` records it) renamed ``name``."""
+    def as_sequence(e, p):
+        if isinstance(e, Seq):
+            items = list(e.items)
+            items[p[0]] = item(items[p[0]], p[1:])
+            return Seq(tuple(items))
+        return item(e, p[1:])
+
+    def item(e, p):
+        return Ref(name) if not p else group(e, p)
+
+    def group(e, p):
+        if isinstance(e, Alt):
+            items = list(e.items)
+            items[p[0]] = as_sequence(items[p[0]], p[1:])
+            return Alt(tuple(items))
+        if isinstance(e, Seq):
+            return as_sequence(e, p)
+        return replace(e, item=group(e.item, p[1:]))  # a repetition of a group
+
+    return replace(r, body=group(r.body, path) if isinstance(r.body, Alt) else as_sequence(r.body, path))
+
+
+def _extra(non_last: list[_Place], last: list[_Place]) -> list[_Place]:
+    """The occurrences to give copies: all but the first non-last one (every one when the rule
+    occurs only last: it keeps one, no copy can give it an assertion back)."""
+    return non_last[1:] + last if non_last else []
+
+
+def keep_derived_lookaheads(original: Grammar, output: Grammar, separator: str = "_") -> tuple[Grammar, list[str]]:
+    """(``output`` with the derived lookaheads of ``original`` given back, the rules copied)."""
+    wanted = derived_lookaheads(original) - _recursive(output)
+    if not wanted:
+        return output, []
+    budget = len(original.rules)
+    taken = {r.name for r in output.rules} | {r.name for r in original.rules}
+    rules = list(output.rules)
+    copied: list[str] = []
+    while True:
+        g = output.replace_rules(rules)
+        occ = _occurrences(g)
+        lost = [(r.name, _extra(*occ[r.name])) for r in rules if r.name in wanted and r.name in occ]
+        lost = [(name, extra) for name, extra in lost if extra]
+        if not lost:
+            break
+        name, extra = lost[0]
+        if len(copied) + len(extra) > budget:
+            return output, []
+        body = next(r for r in rules if r.name == name)
+        for where, path in extra:
+            k = 2
+            while f"{name}{separator}{k}" in taken:
+                k += 1
+            fresh = f"{name}{separator}{k}"
+            taken.add(fresh)
+            copied.append(fresh)
+            rules[where] = _redirect(rules[where], path, fresh)
+            rules.append(replace(body, name=fresh, lookahead=None, comment="", pos=None))
+    return output.replace_rules(rules), copied
+
+
+__all__ = ["derived_lookaheads", "keep_derived_lookaheads"]
