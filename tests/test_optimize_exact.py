@@ -53,14 +53,9 @@ def test_g2_to_kappa_8():
     assert out.rules == G1.rules and out.start == "S"
 
 
-# The default target's decision models (costmodels/predict.py) were fitted on JSON-schema pairs
-# only, where removing xgrammar's right-recursive string rule was the slow change; on G4 the
-# xgrammar model extrapolates that to "[ab]* is 6.7x slower than S ::= "a" S* | "b" S*" and the
-# guard keeps the fix-ups' form. A known regression of session 11 (issue 23's note), kept visible.
-PORTABLE_G4 = pytest.mark.xfail(strict=True, reason="decision model extrapolates outside its JSON-schema data")
 
 
-@pytest.mark.parametrize("target", [pytest.param("portable", marks=PORTABLE_G4), "generic", "earley", "xgrammar",
+@pytest.mark.parametrize("target", ["portable", "generic", "earley", "xgrammar",
                                     "llguidance", "llama.cpp"])
 def test_g4_to_repetition_form(target):
     out = optimize(G4, target=target).grammar

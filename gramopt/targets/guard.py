@@ -133,7 +133,8 @@ class PredictedGuard:
     in its model's data where larger: llguidance's p95 is the noisiest), else one line saying
     which engine and by how much. A candidate predicted within noise everywhere is kept: the
     passes made it smaller (κ, rules), and removing redundancy is the optimizer's job when no
-    engine it targets gets slower (issue 23, item 4). The
+    engine it targets gets slower (issue 23, item 4). A pair outside the data an engine's model
+    was fitted on (``DecisionModel.supports``) gets no prediction there: it vetoes nothing. The
     reference is ``baseline(original)``; the predictions are each engine's decision model
     (``costmodels.predict``: fitted on measured JSONSchemaBench pairs; ``models`` may name a
     folder of ``decision-ENGINE.json`` in place of the shipped ones). A candidate that is the
@@ -165,9 +166,13 @@ class PredictedGuard:
         if candidate == ref:
             return None
         pred = self.predictions(original, candidate, models)
-        noise = {e: max(SLOWER, m.noise) for e, m in self.models(models).items()}
-        slower = [e for e in self.engines if pred[e] > noise[e]]
-        shown = ", ".join(f"{e} {pred[e]:.2f}×" for e in self.engines)
+        ms = self.models(models)
+        a, b = features(ref), features(candidate)
+        known = {e for e in self.engines if ms[e].supports(a, b)}  # outside its data: no prediction
+        noise = {e: max(SLOWER, m.noise) for e, m in ms.items()}
+        slower = [e for e in self.engines if e in known and pred[e] > noise[e]]
+        shown = ", ".join(f"{e} {pred[e]:.2f}×" if e in known else f"{e} outside its model's data"
+                          for e in self.engines)
         if slower:
             return f"predicted slower than {self.against} in {', '.join(slower)} ({shown})"
         return None
