@@ -494,15 +494,15 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
 def _derived_lookaheads_kept(original: Grammar, out: Grammar, t: Target, reports: list | None = None) -> Grammar:
     """``out`` with the lookaheads xgrammar derives for ``original``'s rules kept, for a target
     that claims xgrammar's speed (``Target.keeps_derived_lookaheads``; the argument is
-    ``transforms.reshape.derived_lookaheads``'); the copies made are noted in the last pass report."""
+    ``transforms.reshape.derived_lookaheads``'); what was done is noted in the last pass report."""
     if not t.keeps_derived_lookaheads or out == original:
         return out
     from .formats import DIALECT, EBNF
     from .transforms.reshape.derived_lookaheads import keep_derived_lookaheads
     kept, copied = keep_derived_lookaheads(original, out, DIALECT.get(out.dialect, DIALECT[EBNF]).name_separator)
     if copied and reports:
-        reports[-1].notes.append(f"{t.name}: xgrammar's derived lookaheads kept, {len(copied)} rules copied "
-                                 f"({', '.join(copied[:4])}{', …' if len(copied) > 4 else ''})")
+        reports[-1].notes.append(f"{t.name}: xgrammar's derived lookaheads kept ({len(copied)}: "
+                                 f"{', '.join(copied[:4])}{', …' if len(copied) > 4 else ''})")
         reports[-1].rules_after = len(kept.rules)
     return kept
 

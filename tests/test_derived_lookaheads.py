@@ -111,3 +111,14 @@ def test_the_default_target_names_no_nullable_shared_rule():
     assert nullable_rules(out) == set()
     generic = optimize(g, target="generic", verify=False).grammar
     assert nullable_rules(generic), "the check can fail: the generic target names it"
+
+
+def test_a_written_follow_assertion_gives_way_to_the_derived_one():
+    """The xgrammar target writes FOLLOW-set assertions; on a rule xgrammar derives an exact one
+    for (the whole rest of its one sequence) the written one is left out again."""
+    original = parse('root ::= "{" a "," b "}"\na ::= "[" [0-9]* "]"\nb ::= "x"', "ebnf")
+    hinted = parse('root ::= "{" a "," b "}"\na ::= "[" [0-9]* "]" (= ",")\nb ::= "x"', "ebnf")
+    kept, done = keep_derived_lookaheads(original, hinted)
+    assert done == ["-(= …) a"] and kept == original
+    elsewhere = parse('root ::= "{" a "," b "}"\na ::= "[" [0-9]* "]" (= ",")\nb ::= "x"', "ebnf")
+    assert keep_derived_lookaheads(elsewhere, hinted) == (hinted, [])  # written in the input: kept
