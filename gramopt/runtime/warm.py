@@ -1,21 +1,31 @@
-"""Compile (or load) the runtime's kernels ahead of first use: ``python -m gramopt.runtime.warm``.
+"""Compile (or load) the runtime's kernels ahead of use: ``python -m gramopt.runtime.warm``,
+or in the background of a new environment's first mask (``Background``).
 
-A decoding step's kernels are compiled on first use and kept in the kernel cache
-(jit.py: ``$GRAMOPT_CACHE/numba``); this runs a small grammar over a small vocabulary
-through every step a server takes (matcher, masks, accepts, rollback, fork, jump-forward,
-the batch kernel, the plain walk), so an image build or a CI setup step can pay the
-compile once. Kernels are compiled per argument type, not per grammar or vocabulary
-(jit.py gives each kernel one specialization), so what this compiles is what a Qwen-sized
-vocabulary and any grammar use. The runtime does not need it: without it the first
-mask compiles what it needs.
+A decoding step's kernels are compiled once and kept in the kernel cache (jit.py:
+``$GRAMOPT_CACHE/numba``); ``warm`` runs a small grammar over a small vocabulary through
+every step a server takes (matcher, masks, accepts, rollback, fork, jump-forward, chart
+growth, the batch kernel, the plain walk), then writes the cache's ready stamp
+(``jit.ready_stamp``). Kernels are compiled per argument type, not per grammar or
+vocabulary (jit.py gives each kernel one specialization), so what this compiles is what
+a Qwen-sized vocabulary and any grammar use.
+
+The runtime does not need it run by hand: the first kernel call of a process that finds
+no ready stamp starts it as a background process (``Background.start``, one per cache
+folder: a lock file names its pid) and serves masks from the kernels' Python twins
+meanwhile (jit.py, twins.py); an image build or a CI setup step can still run it to
+have compiled kernels from the first mask on.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import time
 
 from ..grammar import CharClass, Grammar, Literal, Ref, Repeat, Rule, alt, seq
+from . import jit
 
 
 def warm_grammar() -> Grammar:
@@ -33,6 +43,7 @@ def warm_grammar() -> Grammar:
 
 def warm() -> float:
     """Run every step kind once (kernels compiled or loaded); the seconds it took."""
+    from . import earley as K
     from .batch import BatchMatcher
     from .matcher import Matcher, allocate_token_bitmask
     from .vocab import Vocab
@@ -54,12 +65,144 @@ def warm() -> float:
     with BatchMatcher(max_threads=1) as bm:
         bm.batch_fill_next_token_bitmask([m, f], out)
     Matcher(g, vocab, mode="walk").compute_mask()
+    m.chart.grow()  # rehashes the interned kernels
+    m.fill_next_token_bitmask(out, 0)
+    K.hash_key(1)  # subtree class tables (subtrees.py)
+    K.cls_index(m.G, 1, 0)  # a counted repetition's count classes (tokens.py)
     return time.perf_counter() - t
 
 
-def main() -> int:
-    s = warm()
-    print(f"gramopt: runtime kernels ready ({s:.1f} s)", file=sys.stderr)
+def write_stamp(seconds: float) -> None:
+    """Mark the kernel cache as holding every kernel ``warm`` compiles (jit.ready_stamp),
+    written whole (a reader sees no stamp or the full one)."""
+    root = jit.kernel_cache_root()
+    stamp = jit.ready_stamp(root)
+    tmp = f"{stamp}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"seconds": round(seconds, 2), "pid": os.getpid(), "python": sys.version}, f)
+    os.replace(tmp, stamp)
+
+
+LOCK = "warming.lock"
+STALE_S = 1800.0  # a lock this old is a compile that hung or died with its machine
+
+
+class Background:
+    """The background compile of the kernel cache ``root``: a child process running
+    ``main(["--background"])`` started here (``proc``), or one another process started
+    (its pid in ``root/warming.lock``). ``state()``: running, ready (the stamp is there)
+    or failed (it ended without one; its stderr is in ``log``)."""
+
+    def __init__(self, root: str, proc: subprocess.Popen | None):
+        self.root = root
+        self.proc = proc
+        self.stamp = jit.ready_stamp(root)
+        self.lock = os.path.join(root, LOCK)
+        self.log = os.path.join(root, "warm.log")
+
+    @classmethod
+    def start(cls, root: str) -> "Background | None":
+        """Start the compile unless another process runs one (then wait for that one);
+        None when no child can be started (no interpreter path, no lock file)."""
+        lock = os.path.join(root, LOCK)
+        for _ in range(2):
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                if _lock_alive(lock):
+                    return cls(root, None)
+                _remove(lock)
+                continue
+            except OSError:
+                return None
+            try:
+                proc = _spawn(root)
+            except OSError:
+                os.close(fd)
+                _remove(lock)
+                return None
+            os.write(fd, str(proc.pid).encode())
+            os.close(fd)
+            return cls(root, proc)
+        return None
+
+    def state(self) -> str:
+        if os.path.exists(self.stamp):
+            return "ready"
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                return "running"
+        elif _lock_alive(self.lock):
+            return "running"
+        return "ready" if os.path.exists(self.stamp) else "failed"
+
+
+def _spawn(root: str) -> subprocess.Popen:
+    """``python -m gramopt.runtime.warm --background`` on this very package (its folder
+    first on the path) and cache, in its own session: it finishes filling the cache even
+    when this process ends first."""
+    if not sys.executable:
+        raise OSError("no interpreter path")
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, GRAMOPT_CACHE=os.path.dirname(root), GRAMOPT_KERNELS="compiled",
+               PYTHONPATH=here + (os.pathsep + path if path else ""))
+    with open(os.path.join(root, "warm.log"), "wb") as log:
+        return subprocess.Popen([sys.executable, "-m", "gramopt.runtime.warm", "--background"],
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=log, start_new_session=True)
+
+
+def _lock_alive(lock: str) -> bool:
+    """Whether the lock file names a live process (an empty one: one being written)."""
+    try:
+        age = time.time() - os.stat(lock).st_mtime
+        with open(lock) as f:
+            text = f.read().strip()
+    except OSError:
+        return False
+    if age > STALE_S:
+        return False
+    if not text:
+        return age < 60
+    try:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+    return True
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def main(argv=None) -> int:
+    """Compile (or load) every kernel, write the ready stamp; ``--background``: started by
+    ``Background.start`` (quiet; removes the lock when done)."""
+    argv = sys.argv[1:] if argv is None else argv
+    background = "--background" in argv
+    jit.use("compiled", note=not background)
+    try:
+        s = warm()
+        if jit.writable_cache_root() is not None:
+            write_stamp(s)
+    finally:
+        if background:
+            lock = os.path.join(jit.kernel_cache_root(), LOCK)
+            try:
+                with open(lock) as f:
+                    mine = f.read().strip() in ("", str(os.getpid()))
+            except OSError:
+                mine = False
+            if mine:
+                _remove(lock)
+    if not background:
+        print(f"gramopt: runtime kernels ready ({s:.1f} s)", file=sys.stderr)
     return 0
 
 
