@@ -1,14 +1,12 @@
 """The kernels' Python twins (runtime/twins.py) give the compiled kernels' results, bit for bit.
 
-* the trie build's vectorized twin against the compiled ``_build``: random vocabularies
-  (shared prefixes, repeated and empty tokens) and Qwen's;
-* whole decoding runs: the same script in two fresh processes, ``GRAMOPT_KERNELS=python``
-  (twins only, nothing compiled) and ``compiled``, along corpus grammars' samples
-  (greedy tokens): at every step the mask, the state key, the jump-forward bytes and the
-  accept verdict, then a fork, a rollback, a two-row batch fill and a plain trie walk;
-  every result must be equal. The default run takes the JSON grammar with Qwen's
-  vocabulary and a spread of grammars with its first 4,096 tokens; ``-m slow`` every
-  gbnf grammar of the corpus with a sample.
+Whole decoding runs: the same script in two fresh processes, ``GRAMOPT_KERNELS=python``
+(twins only, nothing compiled) and ``compiled``, along corpus grammars' samples (greedy
+tokens): at every step the mask, the state key, the jump-forward bytes and the accept
+verdict, then a fork, a rollback, a two-row batch fill and a plain trie walk; every
+result must be equal. The default run takes the JSON grammar with Qwen's vocabulary and
+a spread of grammars with its first 4,096 tokens; ``-m slow`` every gbnf grammar of the
+corpus with a sample.
 """
 
 from __future__ import annotations
@@ -19,11 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from gramopt.runtime import jit, trie
 
 from corpus_location import CORPUS
 
@@ -119,29 +113,3 @@ def test_twins_give_the_compiled_masks_at_every_step_over_the_corpus():
         names.append(g.stem)
     assert len(names) > 20
     compare([spec(n, "small") for n in names])
-
-
-def trie_inputs(tokens: list[bytes]):
-    offs = np.zeros(len(tokens) + 1, np.int64)
-    offs[1:] = np.cumsum([len(b) for b in tokens])
-    flat = np.frombuffer(b"".join(tokens), dtype=np.uint8).astype(np.int32)
-    order = np.array(sorted(range(len(tokens)), key=tokens.__getitem__), dtype=np.int64)
-    return flat, offs, order
-
-
-def assert_same_trie(tokens: list[bytes]) -> None:
-    args = trie_inputs(tokens)
-    want = jit.compiled(trie._build)(*args)
-    got = trie._build_vectorized(*args)
-    for a, b in zip(want, got):
-        assert a.dtype == b.dtype and np.array_equal(a, b)
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.binary(max_size=6).map(lambda b: bytes(x % 3 + 97 for x in b)), max_size=40))
-def test_the_trie_twin_builds_the_kernels_trie(tokens):
-    assert_same_trie(tokens)  # a 3-letter alphabet: shared prefixes, repeats, empty tokens
-
-
-def test_the_trie_twin_builds_the_kernels_trie_of_qwen(qwen):
-    assert_same_trie(qwen.token_bytes)

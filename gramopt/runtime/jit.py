@@ -177,7 +177,7 @@ def _one_specialization(d) -> None:
 
 
 def kernel(fn=None, *, nogil: bool = True, nrt: bool = False, inline: str = "never",
-           helper: bool = False, python=None):
+           helper: bool = False):
     """``numba.njit`` for the runtime (see the module docstring): cached under
     ``kernel_cache_root()``, one specialization per kernel, a note while compiling.
     ``inline="always"`` inlines at numba's IR level (re-typed at every call site, so costly
@@ -186,8 +186,7 @@ def kernel(fn=None, *, nogil: bool = True, nrt: bool = False, inline: str = "nev
     state's flags and edges), which LLVM does not inline across numba's calling convention
     (masks 1.1-1.4x slower without); the big helpers (closure, commit) stay calls.
     ``helper=True``: called from kernels only, so numba builds no Python wrapper for it
-    (unboxing a chart tuple of 33 arrays: ~40% of a helper's compile). ``python``: the
-    kernel's twin when its own source is too slow for CPython (twins.py)."""
+    (unboxing a chart tuple of 33 arrays: ~40% of a helper's compile)."""
     def wrap(f):
         opts = dict(nogil=nogil, inline=inline)
         if not nrt:
@@ -195,7 +194,7 @@ def kernel(fn=None, *, nogil: bool = True, nrt: bool = False, inline: str = "nev
         if helper:
             opts["no_cpython_wrapper"] = opts["no_cfunc_wrapper"] = True
         d = njit(**opts)(f)
-        twins.register(d, f, python)
+        twins.register(d, f)
         if inline == "always":
             return d  # inlined into its callers' IR: never compiled, never cached on its own
         if writable_cache_root() is not None:

@@ -12,9 +12,8 @@ Invariant: a twin computes what its kernel computes. The source is the same; the
 differences are CPython's numbers, which the kernels' code already keeps apart: values
 read from arrays are numpy scalars (int64 arithmetic wraps as numba's does: the hashes),
 and a Python int never leaves the int64 range in these kernels (indices and counts).
-``tests/test_twins.py`` compares every mask of corpus grammars, step by step. Where a
-kernel's loop is too slow for CPython (the trie build: a million bytes), the kernel names
-a vectorized twin (``@kernel(python=f)``), tested equal to the kernel.
+``tests/test_twins.py`` compares every mask of corpus grammars, step by step. The
+intrinsics (packed.py), which have no Python source, register hand-written twins.
 
 A twin is slow (a trie node costs microseconds, not nanoseconds): it serves the first
 masks of a new environment while the compiled kernels are built in the background.
@@ -36,8 +35,7 @@ _SHADOWS: dict[str, object] = {}
 
 def register(obj, py_func: Callable, twin: Callable | None = None) -> None:
     """Record that ``obj`` (a numba dispatcher or intrinsic) runs ``py_func``'s source;
-    ``twin``, when given, is its hand-written Python equivalent (vectorized, or for an
-    intrinsic, which has no Python source)."""
+    ``twin``, when given, is its hand-written Python equivalent (an intrinsic's)."""
     _SOURCES[id(obj)] = (obj, py_func, twin)
 
 
