@@ -79,7 +79,9 @@ def write_stamp(seconds: float) -> None:
     stamp = jit.ready_stamp(root)
     tmp = f"{stamp}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        json.dump({"seconds": round(seconds, 2), "pid": os.getpid(), "python": sys.version}, f)
+        cpu = os.times()
+        json.dump({"seconds": round(seconds, 2), "cpu_s": round(cpu.user + cpu.system, 2),
+                   "pid": os.getpid(), "python": sys.version}, f)
     os.replace(tmp, stamp)
 
 
