@@ -92,3 +92,22 @@ def test_the_numpy_build_gives_the_loops_trie_of_qwen(qwen):
 def test_a_vocabulary_without_bytes_has_the_root_alone():
     t = trie.build_trie([b"", b""])
     assert t.n_nodes == 1 and t.size.tolist() == [1] and t.tok_start.tolist() == [0, 0]
+
+
+def test_a_big_vocabularys_trie_is_kept_in_the_cache_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRAMOPT_CACHE", str(tmp_path))
+    monkeypatch.setattr(trie, "CACHE_FROM_TOKENS", 8)
+    tokens = [b"ab", b"a", b"", b"abc", b"b", b"ba", b"c", b"ca", b"a"]
+    want = trie.build_trie(tokens)
+    first = trie.cached_trie(tokens)
+    files = list((tmp_path / "trie").glob("*.npz"))
+    assert len(files) == 1
+    second = trie.cached_trie(tokens)  # read back from the file
+    for t in (first, second):
+        for a, b in zip(want.arrays(), t.arrays()):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert trie.cached_trie(tokens[:-1]).n_nodes == want.n_nodes  # other tokens: another file
+    assert len(list((tmp_path / "trie").glob("*.npz"))) == 2
+    files[0].write_bytes(b"not a trie")  # a damaged file is rebuilt
+    assert np.array_equal(trie.cached_trie(tokens).size, want.size)
+    assert np.array_equal(trie.cached_trie(tokens).size, want.size)

@@ -14,7 +14,7 @@ import json
 import os
 from functools import lru_cache
 
-from .trie import TokenTrie, build_trie
+from .trie import TokenTrie, cached_trie
 
 _EOS_NAMES = ("<|endoftext|>", "</s>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<eos>",
               "<|end|>")
@@ -45,7 +45,7 @@ class Vocab:
     @property
     def trie(self) -> TokenTrie:
         if self._trie is None:
-            self._trie = build_trie(self.token_bytes)
+            self._trie = cached_trie(self.token_bytes)
         return self._trie
 
     def __repr__(self) -> str:
