@@ -19,7 +19,7 @@
   second: the first use in a new environment; later processes load the cache.
 * **no wait for the compile**: a new environment's first call runs the kernels' plain-
   Python twins (twins.py: the same source, run by CPython) while a background process
-  (warm.py) compiles them into the cache; once it is done (looked at every
+  (background.py, running warm.py) compiles them into the cache; once it is done (looked at every
   ``RECHECK_S`` by later calls, a ``waitpid`` or a ``stat``) calls load the compiled
   kernels. Why a process: the compile is ~20 s of CPU, mostly Python (numba's typing),
   so a thread would hold the GIL the twins need, while a second core runs a process
@@ -293,8 +293,8 @@ def _decide() -> str:
     root = writable_cache_root()
     if root is None or os.path.exists(ready_stamp(root)):
         return "compiled"  # nothing to share with another process / nothing to wait for
-    from .warm import Background
-    job = Background.start(root)
+    from .background import Background
+    job = Background.start(root, ready_stamp(root))
     if job is None:
         return "compiled"
     _STATE["job"] = job

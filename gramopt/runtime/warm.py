@@ -1,5 +1,5 @@
 """Compile (or load) the runtime's kernels ahead of use: ``python -m gramopt.runtime.warm``,
-or in the background of a new environment's first mask (``Background``).
+or in the background of a new environment's first mask (background.py starts it).
 
 A decoding step's kernels are compiled once and kept in the kernel cache (jit.py:
 ``$GRAMOPT_CACHE/numba``); ``warm`` runs a small grammar over a small vocabulary through
@@ -10,22 +10,21 @@ vocabulary (jit.py gives each kernel one specialization), so what this compiles 
 a Qwen-sized vocabulary and any grammar use.
 
 The runtime does not need it run by hand: the first kernel call of a process that finds
-no ready stamp starts it as a background process (``Background.start``, one per cache
-folder: a lock file names its pid) and serves masks from the kernels' Python twins
-meanwhile (jit.py, twins.py); an image build or a CI setup step can still run it to
-have compiled kernels from the first mask on.
+no ready stamp starts it as a background process (background.py, one per cache folder)
+and serves masks from the kernels' Python twins meanwhile (jit.py, twins.py); an image
+build or a CI setup step can still run it to have compiled kernels from the first mask on.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 
 from ..grammar import CharClass, Grammar, Literal, Ref, Repeat, Rule, alt, seq
 from . import jit
+from .background import LOCK, remove
 
 
 def warm_grammar() -> Grammar:
@@ -85,107 +84,9 @@ def write_stamp(seconds: float) -> None:
     os.replace(tmp, stamp)
 
 
-LOCK = "warming.lock"
-STALE_S = 1800.0  # a lock this old is a compile that hung or died with its machine
-
-
-class Background:
-    """The background compile of the kernel cache ``root``: a child process running
-    ``main(["--background"])`` started here (``proc``), or one another process started
-    (its pid in ``root/warming.lock``). ``state()``: running, ready (the stamp is there)
-    or failed (it ended without one; its stderr is in ``log``)."""
-
-    def __init__(self, root: str, proc: subprocess.Popen | None):
-        self.root = root
-        self.proc = proc
-        self.stamp = jit.ready_stamp(root)
-        self.lock = os.path.join(root, LOCK)
-        self.log = os.path.join(root, "warm.log")
-
-    @classmethod
-    def start(cls, root: str) -> "Background | None":
-        """Start the compile unless another process runs one (then wait for that one);
-        None when no child can be started (no interpreter path, no lock file)."""
-        lock = os.path.join(root, LOCK)
-        for _ in range(2):
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if _lock_alive(lock):
-                    return cls(root, None)
-                _remove(lock)
-                continue
-            except OSError:
-                return None
-            try:
-                proc = _spawn(root)
-            except OSError:
-                os.close(fd)
-                _remove(lock)
-                return None
-            os.write(fd, str(proc.pid).encode())
-            os.close(fd)
-            return cls(root, proc)
-        return None
-
-    def state(self) -> str:
-        if os.path.exists(self.stamp):
-            return "ready"
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                return "running"
-        elif _lock_alive(self.lock):
-            return "running"
-        return "ready" if os.path.exists(self.stamp) else "failed"
-
-
-def _spawn(root: str) -> subprocess.Popen:
-    """``python -m gramopt.runtime.warm --background`` on this very package (its folder
-    first on the path) and cache, in its own session: it finishes filling the cache even
-    when this process ends first."""
-    if not sys.executable:
-        raise OSError("no interpreter path")
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.environ.get("PYTHONPATH")
-    env = dict(os.environ, GRAMOPT_CACHE=os.path.dirname(root), GRAMOPT_KERNELS="compiled",
-               PYTHONPATH=here + (os.pathsep + path if path else ""))
-    with open(os.path.join(root, "warm.log"), "wb") as log:
-        return subprocess.Popen([sys.executable, "-m", "gramopt.runtime.warm", "--background"],
-                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=log, start_new_session=True)
-
-
-def _lock_alive(lock: str) -> bool:
-    """Whether the lock file names a live process (an empty one: one being written)."""
-    try:
-        age = time.time() - os.stat(lock).st_mtime
-        with open(lock) as f:
-            text = f.read().strip()
-    except OSError:
-        return False
-    if age > STALE_S:
-        return False
-    if not text:
-        return age < 60
-    try:
-        os.kill(int(text), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError):
-        return True
-    return True
-
-
-def _remove(path: str) -> None:
-    try:
-        os.remove(path)
-    except OSError:
-        pass
-
-
 def main(argv=None) -> int:
     """Compile (or load) every kernel, write the ready stamp; ``--background``: started by
-    ``Background.start`` (quiet; removes the lock when done)."""
+    ``background.Background.start`` (quiet; removes the lock when done)."""
     argv = sys.argv[1:] if argv is None else argv
     background = "--background" in argv
     jit.use("compiled", note=not background)
@@ -202,7 +103,7 @@ def main(argv=None) -> int:
             except OSError:
                 mine = False
             if mine:
-                _remove(lock)
+                remove(lock)
     if not background:
         print(f"gramopt: runtime kernels ready ({s:.1f} s)", file=sys.stderr)
     return 0
