@@ -30,6 +30,7 @@ class Background:
     def __init__(self, root: str, stamp: str, proc: subprocess.Popen | None):
         self.root = root
         self.proc = proc
+        self.owner = os.getpid()  # a forked process cannot wait for its parent's child
         self.stamp = stamp
         self.lock = os.path.join(root, LOCK)
         self.log = os.path.join(root, "warm.log")
@@ -64,7 +65,7 @@ class Background:
     def state(self) -> str:
         if os.path.exists(self.stamp):
             return "ready"
-        if self.proc is not None:
+        if self.proc is not None and os.getpid() == self.owner:
             if self.proc.poll() is None:
                 return "running"
         elif _lock_alive(self.lock):
