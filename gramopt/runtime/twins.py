@@ -21,6 +21,7 @@ masks of a new environment while the compiled kernels are built in the backgroun
 
 from __future__ import annotations
 
+import threading
 import types
 from typing import Callable
 
@@ -30,7 +31,9 @@ _SOURCES: dict[int, tuple] = {}  # id(dispatcher or intrinsic) -> (object, pytho
 _TWINS: dict[int, Callable] = {}
 _ENTRIES: dict[int, Callable] = {}
 _GLOBALS: dict[str, dict] = {}
+_PARTIAL: dict[str, dict] = {}
 _SHADOWS: dict[str, object] = {}
+_BUILDING = threading.RLock()  # twins are built whole before any thread runs them
 
 
 def register(obj, py_func: Callable, twin: Callable | None = None) -> None:
@@ -62,15 +65,18 @@ def twin(obj) -> Callable:
     """The plain-Python twin of kernel or intrinsic ``obj`` (built once)."""
     got = _TWINS.get(id(obj))
     if got is None:
-        _, py_func, own = _SOURCES[id(obj)]
-        if own is not None:
-            got = own
-        else:
-            got = types.FunctionType(py_func.__code__, _twin_globals(py_func.__module__),
-                                     py_func.__name__, py_func.__defaults__, py_func.__closure__)
-            got.__doc__ = py_func.__doc__
-            got.__wrapped__ = py_func
-        _TWINS[id(obj)] = got
+        with _BUILDING:
+            got = _TWINS.get(id(obj))
+            if got is None:
+                _, py_func, own = _SOURCES[id(obj)]
+                if own is not None:
+                    got = own
+                else:
+                    got = types.FunctionType(py_func.__code__, _twin_globals(py_func.__module__),
+                                             py_func.__name__, py_func.__defaults__, py_func.__closure__)
+                    got.__doc__ = py_func.__doc__
+                    got.__wrapped__ = py_func
+                _TWINS[id(obj)] = got
     return got
 
 
@@ -104,9 +110,14 @@ def _twin_globals(module_name: str) -> dict:
     """A copy of the module's globals with kernels, modules of kernels and intrinsics as
     their twins (one dict per module, shared by its twins)."""
     import sys
-    g = _GLOBALS.get(module_name)
-    if g is None:
-        g = _GLOBALS[module_name] = dict(vars(sys.modules[module_name]))
-        for name, value in list(g.items()):
-            g[name] = _twin_value(value)
+    g = _GLOBALS.get(module_name)  # complete ones only
+    if g is not None:
+        return g
+    with _BUILDING:
+        g = _GLOBALS.get(module_name) or _PARTIAL.get(module_name)
+        if g is None:  # twins of this module met again while building it see this dict
+            g = _PARTIAL[module_name] = dict(vars(sys.modules[module_name]))
+            for name, value in list(g.items()):
+                g[name] = _twin_value(value)
+            _GLOBALS[module_name] = _PARTIAL.pop(module_name)
     return g
