@@ -24,10 +24,12 @@
   kernels. Why a process: the compile is ~20 s of CPU, mostly Python (numba's typing),
   so a thread would hold the GIL the twins need, while a second core runs a process
   freely; and the process fills the cache for every later process too. Measured on the
-  JSON grammar and Qwen's vocabulary (benchmarks/cold_start.py): the first mask ~3 s
-  after start instead of ~30 s of CPU compiling; a twin's mask costs ms where a
-  compiled one costs µs, and the first mask of a state whose classes walk the whole trie
-  (inside a JSON string) ~3 s instead of 30 ms, until the switch. The mode, per process: ``$GRAMOPT_KERNELS`` = ``auto`` (default: compiled
+  JSON grammar and Qwen's vocabulary (benchmarks/cold_start.py, load ~12): the first
+  mask 2.2 s after the process's launch instead of ~115 s (~20 s of CPU compiling); a
+  twin's mask costs ms where a compiled one costs µs, and the first mask of a state
+  whose classes walk the whole trie (inside a JSON string) ~4 s instead of 30 ms. A
+  process switches at its next kernel call after the compile is done, so it waits at
+  most for the twin call under way. The mode, per process: ``$GRAMOPT_KERNELS`` = ``auto`` (default: compiled
   when the cache holds them, ``ready_stamp``, else twins and a background compile),
   ``compiled`` (compile here on first use, as numba does) or ``python`` (twins only).
 
