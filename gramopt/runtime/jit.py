@@ -250,17 +250,6 @@ def use(mode: str, note: bool = True) -> None:
         _STATE["noted"] = True
 
 
-def compiled(d):
-    """Kernel ``d`` as machine code whatever the mode (compiled or loaded on first call):
-    what the tests compare twins with."""
-    def run(*args):
-        sig = tuple(d.typeof_pyval(a) for a in args)
-        if sig not in d.overloads:
-            d.compile(sig)
-        return d.overloads[sig].entry_point(*args)
-    return run
-
-
 def serving_twins() -> bool:
     """Whether a call from Python runs the twins now. Decided on the first call: ``auto``
     serves twins when the cache can be written and does not hold the compiled kernels
@@ -289,14 +278,19 @@ def serving_twins() -> bool:
 
 
 def _decide() -> str:
+    """This process's mode on its first kernel call (``serving_twins``): ``python`` only
+    with a background compile under way (started here or by another process)."""
     mode = kernel_mode()
     if mode != "auto":
         return mode
     root = writable_cache_root()
-    if root is None or os.path.exists(ready_stamp(root)):
-        return "compiled"  # nothing to share with another process / nothing to wait for
+    if root is None:
+        return "compiled"  # nothing another process could share: compile here
+    stamp = ready_stamp(root)
+    if os.path.exists(stamp):
+        return "compiled"  # the cache holds them: load
     from .background import Background
-    job = Background.start(root, ready_stamp(root))
+    job = Background.start(root, stamp)
     if job is None:
         return "compiled"
     _STATE["job"] = job
