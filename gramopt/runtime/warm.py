@@ -76,7 +76,7 @@ def write_stamp(seconds: float) -> None:
     written whole (a reader sees no stamp or the full one)."""
     root = jit.kernel_cache_root()
     stamp = jit.ready_stamp(root)
-    tmp = f"{stamp}.{os.getpid()}.tmp"
+    tmp = os.path.join(root, f".writing-{os.getpid()}")  # not ready-*: readers never see it
     with open(tmp, "w") as f:
         cpu = os.times()
         json.dump({"seconds": round(seconds, 2), "cpu_s": round(cpu.user + cpu.system, 2),
