@@ -99,16 +99,20 @@ def wait_background(cache: str, started: float, timeout: int) -> dict | None:
     ready stamp and released its lock; seconds since that process started, and what the
     stamp says (None: no background compile was started)."""
     folder = Path(cache) / "numba"
-    if not (folder / "warming.lock").exists() and not list(folder.glob("ready-*")):
+
+    def locked() -> bool:
+        return bool(list(folder.glob("warming-*")))
+
+    if not locked() and not list(folder.glob("ready-*")):
         return None
     end = time.perf_counter() + timeout
     while time.perf_counter() < end:
         stamps = list(folder.glob("ready-*"))
-        if stamps and not (folder / "warming.lock").exists():
+        if stamps and not locked():
             info = json.loads(stamps[0].read_text())
             return {"wall_s": time.perf_counter() - started, "cpu_s": info.get("cpu_s"),
                     "load": os.getloadavg()[0]}
-        if not (folder / "warming.lock").exists():
+        if not locked():
             return {"wall_s": time.perf_counter() - started, "failed": True,
                     "log": (folder / "warm.log").read_text()[-400:] if (folder / "warm.log").exists() else ""}
         time.sleep(0.2)

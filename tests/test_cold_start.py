@@ -93,11 +93,13 @@ def reference_masks() -> list:
 
 
 def background_pid(cache: Path) -> int | None:
-    """The pid in the background compile's lock file (runtime/warm.py), if any."""
-    try:
-        return int((cache / "numba" / "warming.lock").read_text())
-    except (OSError, ValueError):
-        return None
+    """The pid in the background compile's lock file (runtime/background.py), if any."""
+    for lock in (cache / "numba").glob("warming-*"):
+        try:
+            return int(lock.read_text())
+        except (OSError, ValueError):
+            return None
+    return None
 
 
 def stop(pid: int) -> None:

@@ -23,7 +23,7 @@ def child(monkeypatch):
     def spawn(root):
         code = (f"import time; time.sleep({settings['seconds']})\n"
                 + (f"open({str(root) + '/ready-test'!r}, 'w').write('{{}}')\n" if settings["writes"] else "")
-                + f"import os; os.remove({str(root) + '/' + background.LOCK!r})")
+                + f"import os; os.remove({background.lock_for(str(root) + '/ready-test')!r})")
         p = subprocess.Popen([sys.executable, "-c", code])
         started.append(p)
         return p
@@ -41,12 +41,14 @@ def wait_until(job, state, seconds=30.0):
     return job.state()
 
 
-def test_one_compile_per_cache_folder(tmp_path, child):
+def test_one_compile_per_cache_folder_and_sources(tmp_path, child):
     started, _ = child
     stamp = str(tmp_path / "ready-test")
     first = background.Background.start(str(tmp_path), stamp)
     second = background.Background.start(str(tmp_path), stamp)  # another process of this cache
-    assert len(started) == 1 and first.proc is started[0] and second.proc is None
+    other = background.Background.start(str(tmp_path), str(tmp_path / "ready-other"))  # another install
+    assert len(started) == 2 and first.proc is started[0] and second.proc is None
+    assert other.proc is started[1]
     assert first.state() == "running" and second.state() == "running"
     assert wait_until(first, "ready") == "ready"
     assert second.state() == "ready"
@@ -63,7 +65,8 @@ def test_a_lock_whose_process_is_gone_is_taken_over(tmp_path, child):
     started, _ = child
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    (tmp_path / background.LOCK).write_text(str(gone.pid))
+    with open(background.lock_for(str(tmp_path / "ready-test")), "w") as f:
+        f.write(str(gone.pid))
     job = background.Background.start(str(tmp_path), str(tmp_path / "ready-test"))
     assert job.proc is started[0]
     assert wait_until(job, "ready") == "ready"

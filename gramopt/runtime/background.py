@@ -5,9 +5,10 @@ stamp, and serves the kernels' Python twins until ``state()`` says it is done. T
 is ``python -m gramopt.runtime.warm --background`` on this very package (its folder first
 on the path) and cache; it runs in its own session, so it finishes filling the cache
 even when the process that started it ends first, and every later process loads the
-kernels. A lock file (``warming.lock``, the child's pid) makes other processes of the
-same cache wait for that child instead of starting their own; a lock whose process is
-gone, or older than STALE_S, is taken over. Standard library only (jit.py imports it).
+kernels. A lock file beside the stamp it will write (``lock_for``: ``warming-<key>``, the
+child's pid) makes other processes of the same cache and sources wait for that child
+instead of starting their own (another install sharing the cache has another key, its
+own compile); a lock whose process is gone, or older than STALE_S, is taken over. Standard library only (jit.py imports it).
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ import subprocess
 import sys
 import time
 
-LOCK = "warming.lock"
 STALE_S = 1800.0  # a lock this old is a compile that hung or died with its machine
 
 
 class Background:
     """The background compile of the kernel cache ``root``: a child process started here
-    (``proc``), or one another process started (its pid in ``root/warming.lock``).
+    (``proc``), or one another process started (its pid in ``lock_for(stamp)``).
     ``state()``: running, ready (the stamp is there) or failed (it ended without one; its
     stderr is in ``log``)."""
 
@@ -32,7 +32,7 @@ class Background:
         self.proc = proc
         self.owner = os.getpid()  # a forked process cannot wait for its parent's child
         self.stamp = stamp
-        self.lock = os.path.join(root, LOCK)
+        self.lock = lock_for(stamp)
         self.log = os.path.join(root, "warm.log")
 
     @classmethod
@@ -40,7 +40,7 @@ class Background:
         """Start the compile unless another process runs one (then wait for that one);
         ``stamp``: the ready stamp it writes (jit.ready_stamp). None when no child can be
         started (no interpreter path, no lock file)."""
-        lock = os.path.join(root, LOCK)
+        lock = lock_for(stamp)
         for _ in range(2):
             try:
                 fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -71,6 +71,12 @@ class Background:
         elif _lock_alive(self.lock):
             return "running"
         return "ready" if os.path.exists(self.stamp) else "failed"
+
+
+def lock_for(stamp: str) -> str:
+    """The lock file of the compile that writes ready stamp ``stamp`` (``ready-<key>``)."""
+    folder, name = os.path.split(stamp)
+    return os.path.join(folder, "warming-" + name.removeprefix("ready-"))
 
 
 def _spawn(root: str) -> subprocess.Popen:

@@ -24,7 +24,7 @@ import time
 
 from ..grammar import CharClass, Grammar, Literal, Ref, Repeat, Rule, alt, seq
 from . import jit
-from .background import LOCK, remove
+from .background import lock_for, remove
 
 
 def warm_grammar() -> Grammar:
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
             write_stamp(s)
     finally:
         if background:
-            lock = os.path.join(jit.kernel_cache_root(), LOCK)
+            lock = lock_for(jit.ready_stamp(jit.kernel_cache_root()))
             try:
                 with open(lock) as f:
                     mine = f.read().strip() in ("", str(os.getpid()))
