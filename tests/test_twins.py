@@ -61,7 +61,8 @@ res = {}
 for spec in sys.argv[1:]:
     path, which = spec.rsplit(":", 1)
     res[spec] = run(path, qwen if which == "qwen" else small, 48, which == "small")
-print(json.dumps({"runs": res, "compiled": sum(len(getattr(d, "overloads", ())) for d in vars(earley).values())}))
+compiled = sum(len(getattr(d, "overloads", ())) for d in vars(earley).values())
+print(json.dumps({"runs": res, "compiled": compiled}))
 '''
 
 SPREAD = ["llamacpp__c", "llamacpp__chess", "llamacpp__english", "maskbench-llamacpp__Github_ultra-o46393",

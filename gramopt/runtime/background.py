@@ -1,4 +1,4 @@
-"""The background compile of a new environment's kernels: one child process per cache folder.
+"""The background compile of a new environment's kernels: one child process per cache and sources.
 
 jit.py starts it on a process's first kernel call when the kernel cache has no ready
 stamp, and serves the kernels' Python twins until ``state()`` says it is done. The child
@@ -8,7 +8,8 @@ even when the process that started it ends first, and every later process loads 
 kernels. A lock file beside the stamp it will write (``lock_for``: ``warming-<key>``, the
 child's pid) makes other processes of the same cache and sources wait for that child
 instead of starting their own (another install sharing the cache has another key, its
-own compile); a lock whose process is gone, or older than STALE_S, is taken over. Standard library only (jit.py imports it).
+own compile); a lock whose process is gone, or older than STALE_S, is taken over.
+Standard library only (jit.py imports it).
 """
 
 from __future__ import annotations

@@ -17,21 +17,22 @@
   compare every kernel's masks with the oracle's).
 * **a note on stderr** when a compile (a cache miss, not a load) has run for more than a
   second: the first use in a new environment; later processes load the cache.
-* **no wait for the compile**: a new environment's first call runs the kernels' plain-
-  Python twins (twins.py: the same source, run by CPython) while a background process
-  (background.py, running warm.py) compiles them into the cache; once it is done (looked at every
-  ``RECHECK_S`` by later calls, a ``waitpid`` or a ``stat``) calls load the compiled
-  kernels. Why a process: the compile is ~20 s of CPU, mostly Python (numba's typing),
-  so a thread would hold the GIL the twins need, while a second core runs a process
-  freely; and the process fills the cache for every later process too. Measured on the
-  JSON grammar and Qwen's vocabulary (benchmarks/cold_start.py, load ~12): the first
-  mask 2.2 s after the process's launch instead of ~115 s (~20 s of CPU compiling); a
-  twin's mask costs ms where a compiled one costs µs, and the first mask of a state
-  whose classes walk the whole trie (inside a JSON string) ~4 s instead of 30 ms. A
-  process switches at its next kernel call after the compile is done, so it waits at
-  most for the twin call under way. The mode, per process: ``$GRAMOPT_KERNELS`` = ``auto`` (default: compiled
-  when the cache holds them, ``ready_stamp``, else twins and a background compile),
-  ``compiled`` (compile here on first use, as numba does) or ``python`` (twins only).
+* **no wait for the compile**: a new environment's first call runs the kernels'
+  plain-Python twins (twins.py: the same source, run by CPython) while a background
+  process (background.py, running warm.py) compiles them into the cache; once it is done
+  (looked at every ``RECHECK_S`` by later calls: a ``waitpid`` or a ``stat``) calls load
+  the compiled kernels. Why a process: the compile is ~20 s of CPU, mostly Python
+  (numba's typing), so a thread would hold the GIL the twins need, while a second core
+  runs a process freely; and the process fills the cache for every later process too.
+  Measured on the JSON grammar and Qwen's vocabulary (benchmarks/cold_start.py, load
+  ~12): the first mask 2.2 s after the process's launch instead of ~115 s (~20 s of CPU
+  compiling); a twin's mask costs ms where a compiled one costs µs, and the first mask of
+  a state whose classes walk the whole trie (inside a JSON string) ~4 s instead of 30 ms.
+  A process switches at its next kernel call after the compile is done, so it waits at
+  most for the twin call under way. The mode, per process: ``$GRAMOPT_KERNELS`` =
+  ``auto`` (default: compiled when the cache holds them, ``ready_stamp``, else twins and
+  a background compile), ``compiled`` (compile here on first use, as numba does) or
+  ``python`` (twins only).
 
 Invariant: the masks are the kernels' own; only where their machine code lives, how
 often it is built, and whether CPython or machine code runs them changes (twins.py).
@@ -220,8 +221,9 @@ def cache_key() -> str:
         dirs[:] = sorted(x for x in dirs if x != "__pycache__")
         for name in sorted(files):
             if name.endswith(".py"):
-                st = os.stat(os.path.join(folder, name))
-                parts.append(f"{os.path.relpath(os.path.join(folder, name), here)}:{st.st_size}:{st.st_mtime_ns}")
+                path = os.path.join(folder, name)
+                st = os.stat(path)
+                parts.append(f"{os.path.relpath(path, here)}:{st.st_size}:{st.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
