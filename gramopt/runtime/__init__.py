@@ -13,8 +13,11 @@ same API and exact masks, for grammars that stay ambiguous), tokenize (text → 
 torch_ops (masks on tensors; torch is optional and imported only when used). Serving:
 batch (BatchMatcher: many rows' masks on a thread pool), jump_forward (forced text), limits (chart caps, RuntimeLimitError), kernels
 (apply_token_bitmask_inplace, one backend per file). jit (the kernels' decorator: one
-specialization each, cached under ``$GRAMOPT_CACHE/numba``, gramopt.runtime.cachedir), warm
-(``python -m gramopt.runtime.warm``: compile them ahead of first use). Stands on
+specialization each, cached under ``$GRAMOPT_CACHE/numba``, gramopt.runtime.cachedir; in a
+new environment the kernels' Python twins serve while a background process compiles),
+twins (those twins: each kernel's own source run by CPython), warm (``python -m
+gramopt.runtime.warm``: compile them ahead of first use), background (that compile as the
+background process a new environment's first kernel call starts). Stands on
 gramopt.grammar alone (its cache folder is runtime.cachedir, standard library only); never imports egglog.
 The language model and the generation loop that drive it live in gramopt.decoding.
 

@@ -118,8 +118,9 @@ class Chart:
         n = len(S[K.I_IKEY]) * 2
         S[K.I_IKEY] = np.zeros(n, np.int64)
         S[K.I_IVAL] = np.full(n, -1, np.int32)
-        K.rehash_interned(tuple(S))
-        self.S = Packed(S, K.LAYOUT_S)
+        S = Packed(S, K.LAYOUT_S)
+        K.rehash_interned(S)  # a Packed, as every kernel takes the chart: one specialization
+        self.S = S
 
     def run(self, fn, *args):
         """Call kernel ``fn(G, S, *args)`` (G first in args), growing until no overflow."""

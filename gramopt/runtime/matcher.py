@@ -29,6 +29,7 @@ from . import earley as K
 from .bitmask import allowed_ids, write_row
 from .chart import Chart
 from .compile import CompiledGrammar, compile_grammar
+from .jit import serving_twins
 from .jump_forward import forced_bytes
 from .limits import RuntimeLimits
 from .packed import pack, pack_width
@@ -91,7 +92,12 @@ _FILL_PACKED = None  # the compiled entry point of earley.fill_mask_packed, once
 
 
 def _fill_entry(A: np.ndarray, buf: np.ndarray):
+    """The compiled ``fill_mask_packed`` (kept in _FILL_PACKED); while the kernels' Python
+    twins serve (jit.py: a new environment's compile runs in the background), the
+    dispatcher itself, which runs the twin until the compiled kernel is ready."""
     global _FILL_PACKED
+    if serving_twins():
+        return K.fill_mask_packed
     _FILL_PACKED = _entry(K.fill_mask_packed, (A, buf))
     return _FILL_PACKED
 

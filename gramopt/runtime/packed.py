@@ -16,6 +16,9 @@ C order), so a layout change fails loudly in Python, never as a bad read in a ke
 
 from __future__ import annotations
 
+import ctypes
+import threading
+
 import numpy as np
 from llvmlite import ir
 from numba import types
@@ -24,6 +27,8 @@ from numba.core.datamodel import models
 from numba.core.imputils import lower_builtin
 from numba.core.typing.templates import AbstractTemplate, infer, signature
 from numba.extending import NativeValue, intrinsic, register_model, typeof_impl, unbox
+
+from . import twins
 
 WIDTH = 3  # int64 slots per array: address, rows, cols (cols = rows for a vector)
 
@@ -219,3 +224,55 @@ def packed_at(typingctx, vec, at, layout):
         a = context.make_array(sig.args[0])(context, builder, args[0])
         return builder.gep(a.data, [builder.mul(args[1], context.get_constant(types.intp, WIDTH))])
     return PackedType(layout.literal_value)(vec, types.intp, layout), codegen
+
+
+# ---------------------------------------------------------------- the intrinsics' Python twins (twins.py)
+
+_DTYPES = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u32x2": np.uint32}
+
+
+def _py_view(addr, shape: tuple, dtype) -> np.ndarray:
+    """The C-ordered array of ``shape`` and ``dtype`` at address ``addr`` (a borrowed view,
+    as the intrinsics build: same memory, no owner)."""
+    dtype = np.dtype(dtype)
+    n = 1
+    for s in shape:
+        n *= int(s)
+    if n <= 0:
+        return np.zeros(tuple(int(s) for s in shape), dtype)
+    buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(int(addr))
+    return np.frombuffer(buf, dtype).reshape(tuple(int(s) for s in shape))
+
+
+def _py_view1(addr, n, dtype):
+    return _py_view(addr, (n,), dtype)
+
+
+def _py_slot1(vec, k, dtype):
+    at = WIDTH * int(k)
+    return _py_view(vec[at], (vec[at + 1],), dtype)
+
+
+def _py_packed_at(vec, at, layout):
+    out = []
+    for i, kind in enumerate(layout.split()):
+        a = WIDTH * (int(at) + i)
+        shape = (vec[a + 1], vec[a + 2]) if kind == "u32x2" else (vec[a + 1],)
+        out.append(_py_view(vec[a], shape, _DTYPES[kind]))
+    return tuple(out)
+
+
+_FETCH_LOCK = threading.Lock()
+
+
+def _py_fetch_add(counter):
+    with _FETCH_LOCK:
+        v = counter[0]
+        counter[0] = v + 1
+    return v
+
+
+twins.register(view1, None, _py_view1)
+twins.register(slot1, None, _py_slot1)
+twins.register(packed_at, None, _py_packed_at)
+twins.register(fetch_add, None, _py_fetch_add)

@@ -9,12 +9,12 @@ package (151,643 ranks, plus ``<|endoftext|>`` = 151643 as EOS).
 
 from __future__ import annotations
 
-import base64
+import binascii
 import json
 import os
 from functools import lru_cache
 
-from .trie import TokenTrie, build_trie
+from .trie import TokenTrie, cached_trie
 
 _EOS_NAMES = ("<|endoftext|>", "</s>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<eos>",
               "<|end|>")
@@ -45,7 +45,7 @@ class Vocab:
     @property
     def trie(self) -> TokenTrie:
         if self._trie is None:
-            self._trie = build_trie(self.token_bytes)
+            self._trie = cached_trie(self.token_bytes)
         return self._trie
 
     def __repr__(self) -> str:
@@ -89,11 +89,12 @@ class Vocab:
                 eos_names, eos_ids = _configured_stops(os.path.dirname(os.path.abspath(path)), obj)
             return _from_hf_json(obj, eos_names, eos_ids, os.path.basename(path))
         ranks: dict[int, bytes] = {}
+        decode = binascii.a2b_base64  # base64.b64decode without its wrapper: 0.26 -> 0.18 s for Qwen
         for line in raw.splitlines():
-            if not line.strip():
-                continue
-            tok, rank = line.split()
-            ranks[int(rank)] = base64.b64decode(tok)
+            parts = line.split()
+            if parts:
+                tok, rank = parts
+                ranks[int(rank)] = decode(tok)
         n = max(ranks) + 1 if ranks else 0
         tokens = [ranks.get(i, b"") for i in range(n)]
         special = {}

@@ -1,21 +1,30 @@
-"""Compile (or load) the runtime's kernels ahead of first use: ``python -m gramopt.runtime.warm``.
+"""Compile (or load) the runtime's kernels ahead of use: ``python -m gramopt.runtime.warm``,
+or in the background of a new environment's first mask (background.py starts it).
 
-A decoding step's kernels are compiled on first use and kept in the kernel cache
-(jit.py: ``$GRAMOPT_CACHE/numba``); this runs a small grammar over a small vocabulary
-through every step a server takes (matcher, masks, accepts, rollback, fork, jump-forward,
-the batch kernel, the plain walk), so an image build or a CI setup step can pay the
-compile once. Kernels are compiled per argument type, not per grammar or vocabulary
-(jit.py gives each kernel one specialization), so what this compiles is what a Qwen-sized
-vocabulary and any grammar use. The runtime does not need it: without it the first
-mask compiles what it needs.
+A decoding step's kernels are compiled once and kept in the kernel cache (jit.py:
+``$GRAMOPT_CACHE/numba``); ``warm`` runs a small grammar over a small vocabulary through
+every step a server takes (matcher, masks, accepts, rollback, fork, jump-forward, chart
+growth, the batch kernel, the plain walk), then writes the cache's ready stamp
+(``jit.ready_stamp``). Kernels are compiled per argument type, not per grammar or
+vocabulary (jit.py gives each kernel one specialization), so what this compiles is what
+a Qwen-sized vocabulary and any grammar use.
+
+The runtime does not need it run by hand: the first kernel call of a process that finds
+no ready stamp starts it as a background process (background.py, one per cache folder)
+and serves masks from the kernels' Python twins meanwhile (jit.py, twins.py); an image
+build or a CI setup step can still run it to have compiled kernels from the first mask on.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 
 from ..grammar import CharClass, Grammar, Literal, Ref, Repeat, Rule, alt, seq
+from . import jit
+from .background import lock_for, remove
 
 
 def warm_grammar() -> Grammar:
@@ -33,6 +42,7 @@ def warm_grammar() -> Grammar:
 
 def warm() -> float:
     """Run every step kind once (kernels compiled or loaded); the seconds it took."""
+    from . import earley as K
     from .batch import BatchMatcher
     from .matcher import Matcher, allocate_token_bitmask
     from .vocab import Vocab
@@ -54,12 +64,48 @@ def warm() -> float:
     with BatchMatcher(max_threads=1) as bm:
         bm.batch_fill_next_token_bitmask([m, f], out)
     Matcher(g, vocab, mode="walk").compute_mask()
+    m.chart.grow()  # rehashes the interned kernels
+    m.fill_next_token_bitmask(out, 0)
+    K.hash_key(1)  # subtree class tables (subtrees.py)
+    K.cls_index(m.G, 1, 0)  # a counted repetition's count classes (tokens.py)
     return time.perf_counter() - t
 
 
-def main() -> int:
-    s = warm()
-    print(f"gramopt: runtime kernels ready ({s:.1f} s)", file=sys.stderr)
+def write_stamp(seconds: float) -> None:
+    """Mark the kernel cache as holding every kernel ``warm`` compiles (jit.ready_stamp),
+    written whole (a reader sees no stamp or the full one)."""
+    root = jit.kernel_cache_root()
+    stamp = jit.ready_stamp(root)
+    tmp = os.path.join(root, f".writing-{os.getpid()}")  # not ready-*: readers never see it
+    with open(tmp, "w") as f:
+        cpu = os.times()
+        json.dump({"seconds": round(seconds, 2), "cpu_s": round(cpu.user + cpu.system, 2),
+                   "pid": os.getpid(), "python": sys.version}, f)
+    os.replace(tmp, stamp)
+
+
+def main(argv=None) -> int:
+    """Compile (or load) every kernel, write the ready stamp; ``--background``: started by
+    ``background.Background.start`` (quiet; removes the lock when done)."""
+    argv = sys.argv[1:] if argv is None else argv
+    background = "--background" in argv
+    jit.use("compiled", note=not background)
+    try:
+        s = warm()
+        if jit.writable_cache_root() is not None:
+            write_stamp(s)
+    finally:
+        if background:
+            lock = lock_for(jit.ready_stamp(jit.kernel_cache_root()))
+            try:
+                with open(lock) as f:
+                    mine = f.read().strip() in ("", str(os.getpid()))
+            except OSError:
+                mine = False
+            if mine:
+                remove(lock)
+    if not background:
+        print(f"gramopt: runtime kernels ready ({s:.1f} s)", file=sys.stderr)
     return 0
 
 
