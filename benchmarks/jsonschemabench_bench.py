@@ -242,6 +242,32 @@ def _fill(m, buf, cpu):
     cpu.append((time.thread_time_ns() - c) * 1e-9)
 
 
+def _only(a: np.ndarray, b: np.ndarray, n: int, k: int = 24) -> tuple[list[int], list[int]]:
+    """Up to ``k`` token ids (spread over each set) allowed by ``a`` only and by ``b`` only."""
+    def allowed(row):
+        return np.nonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[:n])[0]
+    x, y = allowed(a), allowed(b)
+    ox, oy = np.setdiff1d(x, y), np.setdiff1d(y, x)
+    spread = lambda z: [int(t) for t in z[np.linspace(0, z.size - 1, min(k, z.size)).astype(int)]] if z.size else []  # noqa: E731
+    return spread(ox), spread(oy)
+
+
+def input_was_wrong(recognizer, vocab, prefix: list[int], only: tuple[list[int], list[int]]) -> bool:
+    """Whether, after ``prefix`` (a prefix of a member of the language), the input's mask is the
+    engine's error and the output's the language's: every token the output alone allows is viable
+    there and none the input alone allows is (as ``gramopt.judge``'s check decides it)."""
+    tb = vocab.token_bytes
+    state = recognizer.run(b"".join(tb[t] for t in prefix))
+    if state is None:
+        return False
+
+    def viable(t: int) -> bool:
+        return recognizer.state_accepts(state) if t in vocab.eos_ids or not tb[t] else \
+            recognizer.run(tb[t], start=state) is not None
+    only_in, only_out = only
+    return all(viable(t) for t in only_out) and not any(viable(t) for t in only_in)
+
+
 def step(loader, engine, forms, toks, eos, repeats):
     """Step the compiled ``forms`` (input, A/A copy, output) along ``toks``: per form the per-step
     seconds (minimum over the repeats), the first step where the output's / the copy's mask differs
@@ -270,6 +296,8 @@ def step(loader, engine, forms, toks, eos, repeats):
                 for key, k in (("output", 2), ("copy", 1)):
                     if diff[key] is None and alive[0] and alive[k] and not same_mask(bufs[0], bufs[k], n):
                         diff[key] = i
+                        if key == "output":
+                            diff["only"] = _only(bufs[0], bufs[2], n)
             if t == eos and i == len(steps) - 1:
                 for k in range(len(forms)):
                     alive[k] = alive[k] and bool((bufs[k][t // 32] >> (t % 32)) & 1)
@@ -376,7 +404,15 @@ def _measure_engine(loader, e, text_a, text_b, da, db, identical, eos, tests, re
     slow = time.perf_counter() - t > 5e-3
     e_tests, e_repeats = (tests[:slow_instances], min(repeats, 1)) if slow else (tests, repeats)
     ta, tc, tb = [], [], []
-    first_diff, aa_diff, changed = None, None, []
+    first_diff, aa_diff, changed, corrected = None, None, [], []
+    rec = []
+
+    def recognizer():
+        if not rec:
+            from gramopt.formats import parse
+            from gramopt.verify.reference import Recognizer
+            rec.append(Recognizer(parse(text_a, da)))
+        return rec[0]
     n_steps = 0
     for k, (text, valid) in enumerate(e_tests):
         toks = loader.env.tokenizer.encode(text)
@@ -385,11 +421,17 @@ def _measure_engine(loader, e, text_a, text_b, da, db, identical, eos, tests, re
         times, diff, verdict = step(loader, e, [ca, cc, cb], toks, None if cut else eos,
                                     0 if identical else e_repeats)
         n_steps += len(toks)
-        if diff["output"] is not None and first_diff is None:
+        if diff["output"] is not None and valid != "invalid" and input_was_wrong(
+                recognizer(), loader.env.vocab, toks[:diff["output"]], diff["only"]):
+            # on a member of the language (a valid instance, a derived sentence), at the first step
+            # where the masks differ, the input's mask is the engine's error and the output's the
+            # language's (the reference recognizer decides each token, as the judge does)
+            corrected.append(f"instance {k} ({valid}) step {diff['output']}")
+        elif diff["output"] is not None and first_diff is None:
             first_diff = f"instance {k} step {diff['output']}"
         if diff["copy"] is not None and aa_diff is None:
             aa_diff = f"instance {k} step {diff['copy']}"
-        if not cut and verdict[0] != verdict[2]:
+        if not cut and verdict[0] != verdict[2] and not (corrected and corrected[-1].startswith(f"instance {k} ")):
             changed.append(f"instance {k} ({valid}): "
                            f"{'accepted' if verdict[0] else 'rejected'} -> {'accepted' if verdict[2] else 'rejected'}")
         if times:
@@ -397,6 +439,7 @@ def _measure_engine(loader, e, text_a, text_b, da, db, identical, eos, tests, re
             tc += list(times[1])
             tb += list(times[2])
     row.update(steps=n_steps, mask_diff=first_diff, aa_mask_diff=aa_diff, verdicts_changed=changed,
+               input_errors_corrected=corrected,
                instances=len(e_tests), slow=slow)
     if ta:
         for name, xs in (("in", ta), ("aa", tc), ("out", tb)):
@@ -452,7 +495,8 @@ def summarize(rows: list[dict], engines) -> str:
                      f"{sum(1 for x in rc if x not in (0, 2, 3))} | {ident} | "
                      f"{pct(rin, 50):.0f}→{pct(rout, 50):.0f} | {cost}")
     lines.append("\n## In the engines (Qwen vocabulary; ratio = input / output per-mask time, > 1 faster)\n")
-    lines.append("| run | engine | outputs loaded / input loads | timed (changed) | mask diffs (A/A) | "
+    lines.append("| run | engine | outputs loaded / input loads | timed (changed) | mask diffs (A/A) "
+                 "[input's engine errors corrected] | "
                  "verdict changes | p95 ratio geomean | p50 ratio geomean | p95 ratio geomean, inputs ≥ 1 ms at p95 (n) | "
                  "slower at p95 beyond noise | A/A p95 ratio range |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -470,9 +514,10 @@ def summarize(rows: list[dict], engines) -> str:
             slow = [x for x, r, a in zip(timed, r95, aa) if r < SLOW and abs(1 - r) > abs(1 - a)]
             heavy = [r for x, r in zip(timed, r95) if x["in"]["p95"] >= 1000]
             diffs = sum(1 for x in outs if x.get("mask_diff"))
+            fixed = sum(1 for x in outs if x.get("input_errors_corrected"))
             aad = sum(1 for x in outs if x.get("aa_mask_diff"))
             vch = sum(len(x.get("verdicts_changed", [])) for x in outs)
-            lines.append(f"| {run} | {e} | {len(outs)} / {len(loads)} | {len(timed)} | {diffs} ({aad}) | {vch} | "
+            lines.append(f"| {run} | {e} | {len(outs)} / {len(loads)} | {len(timed)} | {diffs} ({aad}) [{fixed}] | {vch} | "
                          f"{geomean(r95):.2f}× | {geomean(r50):.2f}× | {geomean(heavy):.2f}× ({len(heavy)}) | {len(slow)} | "
                          f"{min(aa, default=float('nan')):.2f}–{max(aa, default=float('nan')):.2f} |")
     worst = []
@@ -481,8 +526,10 @@ def summarize(rows: list[dict], engines) -> str:
             if "in" in x and x["in"]["p95"] / x["out"]["p95"] < SLOW:
                 worst.append((x["in"]["p95"] / x["out"]["p95"], r["run"], e, r["schema"],
                               x["in"]["p95"] / x["aa"]["p95"]))
-            if x.get("mask_diff") or x.get("verdicts_changed") or (x.get("input_loads") and x.get("output_loads") is False):
+            if x.get("mask_diff") or x.get("verdicts_changed") or x.get("input_errors_corrected") or (
+                    x.get("input_loads") and x.get("output_loads") is False):
                 worst.append((0.0, r["run"], e, r["schema"], f"mask diff {x.get('mask_diff')}; "
+                              f"input's engine errors corrected {x.get('input_errors_corrected')}; "
                               f"verdicts {x.get('verdicts_changed')}; loads {x.get('output_loads')} {x.get('why', '')}"))
     if worst:
         lines.append("\n### Rows to look at (ratio < 0.9 at p95, or a mask / verdict / load difference)\n")
