@@ -144,9 +144,9 @@ def test_2000_alternatives_factor_into_a_trie_quickly():
 def test_50000_alternatives_optimize(tmp_path):
     src, out = tmp_path / "enum.gbnf", tmp_path / "out.gbnf"
     src.write_text("root ::= " + " | ".join(f'"{w}"' for w in words(50_000)) + "\n", encoding="utf-8")
-    t = time.perf_counter()
+    t = time.process_time()  # CPU seconds (all threads), whatever the load
     assert run("optimize", src, "-o", out) == 0
-    assert time.perf_counter() - t < 60  # < 10 s quiet (benchmarks/hostile_inputs.py)
+    assert time.process_time() - t < 60  # < 10 s (benchmarks/hostile_inputs.py)
     assert check_equivalence(read(str(src)), read(str(out))).ok
 
 
