@@ -73,9 +73,11 @@ def _follow_by_rounds(g):
 
 
 def test_follow_sets_equal_the_per_round_definition():
+    from gramopt.egraph import Limits
     from gramopt.passes import optimize
+    no_engine_check = Limits(engine_check_steps=0)  # any xgrammar form will do: not 22 CPU s of masks on json
     for p in sorted((Path(__file__).parent / "data" / "gbnf").glob("*.gbnf")):
         g = read(str(p))
-        for form in (g, optimize(g, target="xgrammar", verify=False, fast=True).grammar):
+        for form in (g, optimize(g, target="xgrammar", verify=False, fast=True, limits=no_engine_check).grammar):
             got = {n: (f.ranges, f.end) for n, f in follow_sets(form).items()}
             assert got == _follow_by_rounds(form), p
