@@ -18,6 +18,7 @@ from gramopt.transforms.cleanup import factoring
 from gramopt.transforms.cleanup.common import alternatives, keep_alternatives, safe_nullable
 from gramopt.transforms.cleanup.unproductive import _prune_rule, prune, remove_unproductive
 from test_cleanup_support import expressions, grammars
+from examples import examples
 
 A, B, C = Literal("a"), Literal("b"), CharClass(((48, 57),))
 
@@ -33,7 +34,7 @@ def test_a_remembered_hash_is_the_fields_hash_and_stays_in_its_process():
     assert {e: 1}[alt(seq(A, Repeat(alt(B, Ref("x")), 0, None)), seq(C, Ref("y")))] == 1
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(expressions(["R0", "R1"]), min_size=1, max_size=4), st.booleans(), st.booleans())
 def test_rebuilds_as_is_is_the_constructors_verdict(items, as_alt, raw):
     """Raw nodes (``Seq``/``Alt`` built directly: one item, nested alike, ε in a sequence)
@@ -51,7 +52,7 @@ def _normal_items(e) -> bool:
     return len(e.items) > 1 and not any(isinstance(i, kinds) for i in e.items)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))
 @given(grammars())
 def test_pruning_keeps_untouched_rules_and_equals_the_full_rebuild(g):
     productive = productive_rules(g)
@@ -84,7 +85,7 @@ def _safe_nullable_all_rules(grammar):
     return {name: {b for b in nullable if b != name and name not in reach.get(b, ())} for name in graph}
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))
 @given(grammars())
 def test_safe_nullable_reads_only_the_nullable_rules_reach(g):
     assert safe_nullable(g) == _safe_nullable_all_rules(g)

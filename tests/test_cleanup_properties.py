@@ -8,9 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from gramopt.costmodels.kappa import kappa
 from gramopt.transforms.cleanup import PASSES, simplify
 from test_cleanup_support import RANDOM_ALPHABET, assert_same_language, grammars
+from examples import examples
 
 RUNS = {**PASSES, "simplify": simplify}
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=examples(60), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -9,6 +9,7 @@ from gramopt.grammar.expr import count_nodes, refs
 from gramopt.transforms.cleanup.equivalent_rules import _HOLE, _fused, _template, unfolded_bodies
 from gramopt.transforms.cleanup.fusion import fuse_items
 from test_cleanup_support import expressions, grammars
+from examples import examples
 
 NAMES = ["R0", "R1", "R2"]
 
@@ -36,7 +37,7 @@ def plain_template(body, known):
     return tuple(template), tuple(named)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(expressions(NAMES, depth=4), st.sampled_from([None, 0, 1, 3, 8]))
 def test_walk_helpers(e, limit):
     assert refs(e) == plain_refs(e)
@@ -45,14 +46,14 @@ def test_walk_helpers(e, limit):
     assert (count_nodes(e, limit) <= limit) == (n <= limit) if limit is not None else True
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(expressions(NAMES, depth=4), st.sets(st.sampled_from(NAMES)))
 def test_fused_and_template(e, known):
     assert _fused(e) == transform(e, lambda x: fuse_items(x) if isinstance(x, Seq) else x)
     assert _template(e, known, {}) == plain_template(e, known)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(grammars())
 def test_templates_of_unfolded_bodies(g):
     bodies, _ = unfolded_bodies(g)

@@ -10,6 +10,7 @@ from gramopt.formats.ebnf import format_expr, parse_ebnf, with_llamacpp_names, w
 from gramopt.formats.goebnf import parse_goebnf
 from gramopt.grammar import (Alt, CharClass, Directive, Epsilon, Grammar, GrammarError, Literal, Ref,
                              Regex, Repeat, Rule, Seq, SourcePos, Terminal, alt, seq)
+from examples import examples
 
 a, b, c = Literal("a"), Literal("b"), Literal("c")
 ANY = CharClass((), negated=True)
@@ -294,7 +295,7 @@ _exprs = st.recursive(_atoms, lambda inner: st.one_of(
     st.tuples(inner, _bounds).map(lambda t: Repeat(t[0], *t[1]))), max_leaves=12)
 
 
-@settings(max_examples=300, deadline=2000)
+@settings(max_examples=examples(300), deadline=2000)
 @given(body=_exprs, other=_exprs, dialect=st.sampled_from(["gbnf", "ebnf"]))
 def test_random_grammars_write_and_read_back_equal(body, other, dialect):
     g = Grammar((Rule("root", body), Rule("x-y", other)), "root", dialect=dialect)

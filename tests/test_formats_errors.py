@@ -11,6 +11,7 @@ from gramopt.formats import parse
 from gramopt.formats.ebnf import parse_ebnf, with_llamacpp_names, write_ebnf
 from gramopt.formats.goebnf import parse_goebnf
 from gramopt.grammar import GrammarError
+from examples import examples
 
 DEEP = 5000
 
@@ -139,7 +140,7 @@ def _mutated(draw):
 _TEXTS = st.one_of(st.text(max_size=200), _tokens(60), _mutated())
 
 
-@settings(max_examples=600, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 @given(text=_TEXTS, dialect=st.sampled_from(["gbnf", "ebnf", "goebnf"]))
 def test_readers_raise_only_grammar_error(text, dialect):
     try:

@@ -17,6 +17,7 @@ from gramopt.formats.lark_text import (ci_string, ci_string_text, quote_regexp, 
                                        read_literal)
 from gramopt.grammar import (Alt, CharClass, Directive, Epsilon, Grammar, GrammarError, Literal, Ref,
                              Regex, Repeat, Rule, Seq, Terminal, alt, seq)
+from examples import examples
 
 DATA = Path(__file__).resolve().parent / "data" / "lark"
 a, b, c = Literal("a"), Literal("b"), Literal("c")
@@ -300,7 +301,7 @@ _REGEXP_TOKEN = re.compile(r"/(?!/)(\\/|\\\\|[^/])*?/[imslux]*")
 _TRICKY = st.sampled_from(list("\\/\"'nxuU0a5c\ntr{} ") + ["\x00", "\ud800", "é", "\U0001F600"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(min_size=1) | st.text(_TRICKY, min_size=1))
 def test_quote_string_is_lark_inverse(text):
     q = quote_string(text)
@@ -308,7 +309,7 @@ def test_quote_string_is_lark_inverse(text):
     assert read_literal(q, "STRING") == (text, "")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(min_size=1) | st.text(_TRICKY, min_size=1), st.sampled_from(["", "i", "ms", "imx"]))
 def test_quote_regexp_is_lark_inverse(pattern, flags):
     q = quote_regexp(pattern, flags)
@@ -351,7 +352,7 @@ def _grammars(draw):
     return Grammar(tuple(rules), "r0", terms, (Directive("ignore", ("T_B",)),), dialect="lark")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_grammars())
 def test_random_ir_round_trips(g):
     out = write_lark(g)
@@ -389,7 +390,7 @@ def _mutated(draw):
     return text
 
 
-@settings(max_examples=400, deadline=3000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=3000, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.one_of(st.text(max_size=200), _tokens(60), _mutated()), start=st.sampled_from([None, ""]))
 def test_reader_raises_only_grammar_error(text, start):
     try:

@@ -12,6 +12,7 @@ from gramopt.grammar import (MAX_PASS_DEPTH, Alt, CharClass, Epsilon, Expr, Gram
                              alt, depth, refs, seq, transform)
 from gramopt.transforms import inline
 from gramopt.transforms.inline import ALWAYS_MAX_KAPPA, Budget, inline_delta, inline_rules, is_leaf, uses_in
+from examples import examples
 
 NAMES = ["S", "A", "B", "C"]
 BOUNDS = [(0, None), (1, None), (3, None), (0, 0), (0, 1), (1, 2), (2, 2), (2, 5)]
@@ -48,7 +49,7 @@ def _rewrite_delta(user: Expr, name: str, body, dialect: str) -> int:
     return rule_kappa(replace(rule, body=transform(user, sub)), dialect) - rule_kappa(rule, dialect)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=list(HealthCheck))
 @given(exprs(4, raw=True), exprs(3, raw=True), st.sampled_from(NAMES), st.sampled_from(["ebnf", "lark"]))
 def test_counted_delta_is_the_rewrites_delta(user, body, name, dialect):
     uses = uses_in(user)
@@ -61,7 +62,7 @@ def test_counted_delta_is_the_rewrites_delta(user, body, name, dialect):
         assert got == _rewrite_delta(user, name, body, dialect)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
 @given(exprs(4, raw=False), exprs(3, raw=False), st.sampled_from(NAMES))
 def test_bodies_the_constructors_build_are_counted(user, body, name):
     """What readers and passes build (through ``seq`` / ``alt``) is ``normal``: the counts
@@ -138,7 +139,7 @@ def _reference_inline(grammar, always, budget):
     return grammar, inlined
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
 @given(grammars(raw=True), st.booleans(), st.sampled_from([None, 0, 5, 20, 60, 200]))
 def test_inliner_decides_as_the_rewriting_oracle(g, leaves, limit):
     always = is_leaf if leaves else None

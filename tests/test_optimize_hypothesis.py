@@ -5,6 +5,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gramopt.grammar import Epsilon, Grammar, Literal, Ref, Repeat, Rule, alt, seq
 from gramopt.passes import optimize
+from examples import examples
 
 check_equivalence = pytest.importorskip("gramopt.verify").check_equivalence
 
@@ -30,7 +31,7 @@ grammars = st.lists(exprs(2), min_size=3, max_size=3).map(
     lambda bodies: Grammar(tuple(Rule(n, b) for n, b in zip(NAMES, bodies)), "S"))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(grammars, st.sampled_from(["generic", "llama.cpp", "llguidance", "xgrammar"]))
 def test_random_grammars_keep_their_language(g, target):
     out = optimize(g, target=target, verify=False).grammar

@@ -13,6 +13,7 @@ from gramopt.verify import Bounds, Counterexample, check_equivalence
 from gramopt.verify.regular import regularity
 from gramopt.verify.symbols import compile_grammar
 from test_verify_support import L, R, cls, g, grammars, json_grammar, language, prefixes
+from examples import examples
 
 FAST = Bounds(max_prefixes=4000, derivations=100)
 
@@ -214,7 +215,7 @@ def _unfold(grammar: Grammar, name: str) -> Grammar:
     return grammar.with_bodies({r.name: transform(r.body, fn) for r in grammar.rules if r.name != name})
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(), st.data())
 def test_sound_unfolding_passes(grammar, data):
     name = data.draw(st.sampled_from(grammar.names))
@@ -244,7 +245,7 @@ def _mutate(grammar: Grammar, data) -> Grammar:
     return grammar.with_bodies({rule.name: transform(rule.body, fn)})
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(), st.data())
 def test_verdicts_agree_with_brute_force(grammar, data):
     other = _mutate(grammar, data)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from gramopt.grammar import Epsilon, Grammar, Literal, Regex, Repeat, Rule, Terminal, alt, seq
 from gramopt.verify import Recognizer
 from test_verify_support import L, R, cls, g, grammars, json_grammar, language, prefixes, to_ebnf
+from examples import examples
 
 G1 = g(("S", alt(seq(L("a"), R("S"), L("b")), Epsilon())))
 G4 = g(("S0", alt(R("S"), Epsilon())), ("S", alt(seq(R("S"), R("S")), L("a"), L("b"))))
@@ -128,7 +129,7 @@ def _all_strings(alphabet: bytes, k: int):
             yield bytes(t)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grammars(), st.booleans())
 def test_random_grammars_vs_brute_force(grammar, leo):
     k = 4

@@ -13,6 +13,7 @@ from gramopt.transforms.cleanup import simplify
 from gramopt.verify import Bounds, check_equivalence
 from gramopt.verify.unchanged import abstract_unchanged, unchanged_rules
 from test_cleanup_support import expressions, grammars
+from examples import examples
 
 SMALL = Bounds(max_len=4, min_prefixes=500, max_prefixes=500, derivations=30, max_work=300_000)
 CORPUS = Path(__file__).resolve().parent.parent / "corpus" / "gbnf"
@@ -60,7 +61,7 @@ def verdicts_agree(a, b, bounds=SMALL):
     return inc
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(grammars(), st.data())
 def test_random_edits_agree_with_the_full_check(grammar, data):
     names = grammar.names
@@ -72,7 +73,7 @@ def test_random_edits_agree_with_the_full_check(grammar, data):
     verdicts_agree(grammar, edited)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(grammars())
 def test_clean_ups_agree_with_the_full_check(grammar):
     verdicts_agree(grammar, simplify(grammar))
