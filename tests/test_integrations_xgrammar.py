@@ -149,10 +149,10 @@ def test_a_request_over_budget_is_served_unoptimized_in_time(info, json_gbnf, mo
     assert stats["fell_back"] == 1 and stats["timed_out"] == 1 and stats["optimized"] == 0
     assert masks_along(served, samples[0].encode()) == masks_along(plain, samples[0].encode())
     release.set()  # the overrun ends in the background; its result serves the next request
-    for _ in range(2400):  # it runs the judge's engine checks too (seconds on a loaded machine)
-        if opt.stats()["late"]:
-            break
-        time.sleep(0.05)
+    # the overrun runs the judge's engine checks too: ~22 CPU s of xgrammar masks over Qwen's
+    # vocabulary on this grammar, past 120 s of wall time on a loaded 2-core runner; wait for
+    # it to end (the cap is for a hang, not a claim)
+    assert opt.wait_idle(900)
     assert opt.stats()["late"] == 1
     compiler.compile_grammar(text)
     assert opt.stats()["cached"] == 1
