@@ -83,7 +83,10 @@ def test_conversion_warning_wording():
                                                     not HAVE_LLAMA, reason="llama-cpp-python not installed"))])
 def test_optimize_converter_flag(tmp_path, capsys, converter, dialect):
     out = tmp_path / "o.txt"
-    assert _run(_schema(tmp_path, PLAIN), "--converter", converter, "--to", dialect, "-o", out) == 0
+    # the generic target: the converter is the point, not the judge's three engines (~24 CPU s on
+    # llama.cpp's form)
+    assert _run(_schema(tmp_path, PLAIN), "--converter", converter, "--to", dialect, "--target", "generic",
+                "-o", out) == 0
     assert f"converted by {'xgrammar' if converter == 'xgrammar' else 'llama-cpp-python'}" in out.read_text()
 
 
