@@ -18,7 +18,9 @@ The default pipeline (``DEFAULT_PASSES``) reads top to bottom::
                 masks against the input's in every engine the target promises
     verify      the output against the input
 
-Any pass runs alone: ``passes=["delegation", "inline"]``. The e-graph passes
+Every pass is an entry of the one registry, ``gramopt.transforms.registry.PASSES`` (clean-ups,
+saturation and its families, inlining, the target's fix-ups, every reshaping); any runs alone:
+``passes=["delegation", "inline"]``. The e-graph passes
 "delegation", "recursion", "alternation", "repetition", "sequence" saturate with one family
 only; "saturate" with all. An e-graph pass whose output has a larger κ than its input is
 reverted when its objective (``objective``: κ + SAC-proxy, plus a cost per recursive
@@ -54,36 +56,29 @@ counterexample and that pass's name.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from . import targets
 from .collector import paused
 from .costmodels import sac_proxy
 from .costmodels.objective import objective as _objective
-from .egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner, StopReason
-from .egraph.frozen import hide_frozen
-from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Directive, Grammar, GrammarError, Literal, check_size, depth, walk
+from .egraph import Limits
+from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Directive, Grammar, GrammarError, check_size, depth
 from .grammar.analysis import productive_rules
 from .grammar.size import grammar_size
 from .report import PassReport, Report
-from .rewrites import FAMILIES, rules as rewrite_rules
 from .stage import stage
 from .verify import Bounds
-from .transforms.cleanup import PASSES as CLEANUPS
 from .transforms.fixpoint import fixpoint
-from .transforms.inline import Budget as InlineBudget, inline_rules, is_leaf, rule_kappa
-from .targets import INLINE_LEAVES, INLINE_NONE, Target
+from .transforms.inline import rule_kappa
+from .transforms.registry import (DEFAULT_PASSES, EGRAPH_PASSES, PASSES, REQUEST_PASSES, PassContext,
+                                  cost_model_used)
+from .targets import Target
 
-DEFAULT_PASSES = ("cleanup", "saturate", "inline", "target")
-REQUEST_PASSES = ("cleanup", "inline", "target")  # fast=True: no e-graph (module docstring)
 DERIVATIONS_PER_CHANGED_RULE = 1
 MAX_REQUEST_DERIVATIONS = 64
 REQUEST_DERIVATION_DEPTH = 8  # past this depth a derivation takes shortest completions
-# A rule with more expression nodes than this is not lowered into the e-graph (egglog 13.2
-# parses a rule as one term, in time and memory superlinear in its length; the largest rule
-# of the corpus has 747 nodes, 2,000 alternatives saturate in ~1 s)
-MAX_RULE_NODES = 4_000
 
 
 class OptimizationError(Exception):
@@ -112,153 +107,6 @@ class OptimizationError(Exception):
 class Result:
     grammar: Grammar
     report: Report
-
-
-@dataclass
-class PassContext:
-    target: Target = field(default_factory=lambda: targets.get(targets.DEFAULT))
-    limits: Limits = field(default_factory=Limits)
-    cost_model: str | None = None  # a calibrated model named explicitly (file or folder); None: the shipped one
-    keep: tuple[str, ...] = ()  # rules kept as entry points (``optimize(keep=...)``)
-
-
-PassFn = Callable[[Grammar, PassContext, PassReport], Grammar]
-
-
-# ---------------------------------------------------------------- the passes
-
-
-def _cleanup(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
-    cleanups = dict(CLEANUPS)
-    for name in ctx.target.skips_cleanups:  # e.g. xgrammar: no factoring (targets/__init__.py)
-        if cleanups.pop(name, None) is not None:
-            rep.notes.append(f"{ctx.target.name}: no {name}")
-    spent, runs = 0, 0
-    measured, work = None, 0  # the grammar last charged, and its charge (most runs change nothing)
-    returned: dict = {}  # each clean-up's last output (every clean-up is idempotent: cleanup/__init__.py)
-
-    def round_(g: Grammar) -> Grammar:
-        nonlocal spent, runs, measured, work
-        for n, fn in cleanups.items():
-            if g is not measured:
-                measured, work = g, cleanup_work(g)
-            if spent + work > ctx.limits.cleanup_work:
-                rep.stops.append(f"stopped: its work budget ({ctx.limits.cleanup_work:,} expression nodes and "
-                                 f"code points over its runs) was spent after {runs} clean-up runs, before "
-                                 f"'{n}'; the grammar so far is kept")
-                raise _Spent(g)
-            spent, runs = spent + work, runs + 1
-            if returned.get(n) is g:  # its own output, untouched since: idempotent, nothing to do
-                continue
-            before = g
-            g = returned[n] = fn(g)
-            if g != before:
-                rep.fired[n] = rep.fired.get(n, 0) + 1
-        return g
-    try:
-        return fixpoint(round_, g, 16)  # rounds to a fixpoint, as cleanup.simplify does
-    except _Spent as stop:
-        return stop.grammar
-
-
-class _Spent(Exception):
-    """A budget ran out inside a round; ``grammar`` is what was reached (kept as it is)."""
-
-    def __init__(self, grammar: Grammar):
-        super().__init__()
-        self.grammar = grammar
-
-
-def cleanup_work(g: Grammar) -> int:
-    """What one clean-up run over ``g`` is charged: its expression nodes plus the code
-    points of its literals (factoring splits literals into code points)."""
-    return sum(1 + (len(x.text) if isinstance(x, Literal) else 0) for r in g.rules for x in walk(r.body))
-
-
-def _one_cleanup(name: str) -> PassFn:
-    def run(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
-        out = CLEANUPS[name](g)
-        if out != g:
-            rep.fired[name] = 1
-        return out
-    return run
-
-
-def _egraph_pass(families: list[str] | None) -> PassFn:
-    def run(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
-        sizes = [sum(1 for _ in walk(r.body)) for r in g.rules]
-        if sum(sizes) > ctx.limits.nodes or max(sizes, default=0) > MAX_RULE_NODES:
-            # the e-graph starts at about one node per IR node and would only be stopped
-            # once built, and egglog parses one rule as one term (an enum of 10,000 words:
-            # 8 GB): such a grammar is not lowered at all, deterministically
-            rep.stops.append(f"skipped: {sum(sizes):,} expression nodes (largest rule "
-                             f"{max(sizes, default=0):,}) > the e-graph's limits "
-                             f"({ctx.limits.nodes:,}, {MAX_RULE_NODES:,} per rule): not saturated")
-            return g
-        hidden, thaw = hide_frozen(g)  # Lark rules with -> aliases: opaque atoms (egraph/frozen.py)
-        eg = GrammarEGraph(hidden)
-        runner = Runner(rewrite_rules(families), ctx.limits)
-        rr = runner.run(eg)
-        rep.saturation = rr.to_json()
-        rep.fired.update(rr.fired)
-        if rr.stop_reason is StopReason.SAFETY_LIMIT:  # keeping the input would be other bytes: refuse
-            raise GrammarError(f"saturation stopped at its safety time limit ({ctx.limits.safety_seconds:g} s): "
-                               f"nothing written (its budgets are work units; this machine is too slow or "
-                               f"too loaded for this limit)")
-        if rr.stop_reason is not StopReason.SATURATED:
-            rep.notes.append(f"stopped: {rr.stop_reason.value}")
-        t = ctx.target
-        try:
-            ex = Extractor(eg, recursion_penalty=t.recursion_penalty, left_recursion=t.left_recursion,
-                           weights=cost_model_used(t, ctx.cost_model)[0], name_nullable=t.names_nullable).extract()
-        except ExtractionError as e:
-            rep.notes.append(f"extraction failed ({e}); input kept")
-            return g
-        return thaw(ex.grammar)
-    return run
-
-
-def cost_model_used(t: Target, named: str | None) -> tuple[dict | None, str | None]:
-    """(the extractor's node weights for ``t``, the model's name for the report and cache
-    key): its engine's calibrated model — the one shipped, or the one ``named``; never one
-    found in the environment. (None, None) for a target without a calibrated engine."""
-    if t.calibrated_engine is None:
-        return None, None
-    from .costmodels.calibration import engine_node_weights
-    w = engine_node_weights(t.calibrated_engine, named)
-    return w.weights, w.source
-
-
-def _inline(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
-    if ctx.target.inlining == INLINE_NONE:
-        # (llguidance: its rules are its lexer's boundaries; pass-through and duplicate rules
-        # are merged by the other passes)
-        rep.notes.append(f"{ctx.target.name}: rules kept")
-        return g
-    budget = InlineBudget(ctx.limits.inline_work)
-    out, names = inline_rules(g, always=is_leaf if ctx.target.inlining == INLINE_LEAVES else None, budget=budget)
-    if names:
-        rep.fired["inline"] = len(names)
-    if budget.spent:
-        rep.stops.append(f"stopped: its work budget ({ctx.limits.inline_work:,} κ of the bodies rewritten) was "
-                         f"spent after {len(names)} inlinings; the other rules are kept")
-    return out
-
-
-def _target(g: Grammar, ctx: PassContext, rep: PassReport) -> Grammar:
-    """The target's own fix-ups (``gramopt.targets``), each language-preserving."""
-    return ctx.target.apply_fixups(g, rep.notes, rep.fired)
-
-
-PASSES: dict[str, PassFn] = {
-    "cleanup": _cleanup,
-    **{f"cleanup-{n}": _one_cleanup(n) for n in CLEANUPS},
-    "saturate": _egraph_pass(None),
-    **{fam: _egraph_pass([fam]) for fam in FAMILIES},
-    "inline": _inline,
-    "target": _target,
-}
-EGRAPH_PASSES = {"saturate", *FAMILIES}
 
 
 class PassManager:
@@ -578,5 +426,5 @@ def _bisect(grammar: Grammar, pm: PassManager, check) -> str | None:
     return None
 
 
-__all__ = ["DEFAULT_PASSES", "PASSES", "REQUEST_PASSES", "OptimizationError", "PassManager",
+__all__ = ["DEFAULT_PASSES", "EGRAPH_PASSES", "PASSES", "PassContext", "REQUEST_PASSES", "cost_model_used", "OptimizationError", "PassManager",
            "PassReport", "Report", "Result", "changed_rules", "optimize", "request_bounds", "Limits"]

@@ -1,16 +1,18 @@
 """Property tests: on random small grammars (1–4 rules over {a, b, c, é}, GBNF-style and
-Lark-style) every clean-up pass and ``simplify`` keep the language (all strings up to 5
+Lark-style) every clean-up pass of the registry production runs (each one, and their rounds,
+``cleanup``) keep the language (all strings up to 5
 bytes / tokens agree, and their prefixes), never increase κ, and are idempotent."""
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from gramopt.costmodels.kappa import kappa
-from gramopt.transforms.cleanup import PASSES, simplify
+from gramopt.transforms.registry import CLEANUP, PASSES
 from test_cleanup_support import RANDOM_ALPHABET, assert_same_language, grammars
 from examples import examples
 
-RUNS = {**PASSES, "simplify": simplify}
+RUNS = {name: p for name, p in PASSES.items() if p.kind == CLEANUP}
+simplify = PASSES["cleanup"]
 SETTINGS = settings(max_examples=examples(60), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,7 +9,7 @@ from gramopt.bench.obfuscate import obfuscate
 from gramopt.formats import parse, read
 from gramopt.passes import optimize
 from gramopt.targets.guard import GUARD, without_redundancy
-from gramopt.transforms.cleanup import remove_redundancy
+from gramopt.transforms.registry import remove_redundancy
 
 # start => goal: what remove_redundancy takes away (delegation, duplicates, split literals,
 # unreachable rules) and what it leaves (a left-recursive helper is not redundancy)

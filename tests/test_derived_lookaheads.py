@@ -16,7 +16,7 @@ from gramopt.bench.obfuscate import obfuscate
 from gramopt.formats import parse, read
 from gramopt.grammar.analysis import nullable_rules
 from gramopt.passes import optimize
-from gramopt.transforms.cleanup import remove_redundancy
+from gramopt.transforms.registry import remove_redundancy
 from gramopt.transforms.reshape.derived_lookaheads import derived_lookaheads, keep_derived_lookaheads
 from gramopt.verify import check_equivalence
 

@@ -135,8 +135,8 @@ def test_the_cache_key_names_the_model(tmp_path):
 def test_factoring_memo_keeps_each_grammars_own_comments():
     """An equal rule seen earlier in another grammar (a batch worker's previous item) must not
     lend its comment: batch output then depended on which worker took which grammar first."""
-    from gramopt.transforms import IR_PASSES
-    factor = IR_PASSES["cleanup-factoring"]
+    from gramopt.transforms.registry import PASSES
+    factor = PASSES["cleanup-factoring"]
     plain = parse('root ::= ws a\nws ::= [ \\t]*\na ::= "xyz" ws "p" | "xyz" ws "q" | "xyz" ws "r"\n', "gbnf")
     noted = parse('root ::= ws a\n# optional space\nws ::= [ \\t]*\na ::= "yes" ws "p" | "yes" ws "q" | "yes" ws "r"\n', "gbnf")
     assert noted.rule_map["ws"].comment and factor(noted) != noted  # `a` is factored: rules are rebuilt

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from gramopt.formats import parse
 from gramopt.grammar.memo import IdentityMemo, identity_key, remembered_pass
-from gramopt.transforms.cleanup import PASSES, remove_redundancy
+from gramopt.transforms.registry import CLEANUP_ORDER, PASSES, remove_redundancy
 
 TEXT = 'root ::= a b\na ::= "x" "y"\nb ::= c\nc ::= "x" "y"\n'
 
@@ -35,7 +35,7 @@ def test_an_equal_rule_with_another_comment_is_not_lent():
     commented = g.replace_rules([replace(g.rules[0], comment="# mine")] + list(g.rules[1:]))
     assert commented == g  # comments are not compared …
     assert identity_key(commented) != identity_key(g)  # … but the key tells the objects apart
-    out = PASSES["fusion"](g), PASSES["fusion"](commented)
+    out = PASSES["cleanup-fusion"](g), PASSES["cleanup-fusion"](commented)
     assert out[1].rules[0].comment == "# mine" and out[0].rules[0].comment == ""
 
 
@@ -55,5 +55,6 @@ def test_memo_is_bounded():
 
 def test_remembered_passes_match_the_plain_ones():
     g = grammar()
-    for name, fn in PASSES.items():
+    for name, _ in CLEANUP_ORDER:
+        fn = PASSES[f"cleanup-{name}"].step  # the remembered clean-up production runs
         assert fn(g) == fn.__wrapped__(g), name

@@ -92,30 +92,34 @@ def test_every_rewrite_has_a_law():
 
 
 def test_every_ir_pass_has_a_golden_table():
+    """Every IR pass of the registry production runs (``transforms.registry.PASSES``: not the
+    e-graph passes, whose rewrites have their laws above, nor the composite ``cleanup`` and
+    ``target`` passes) has a start ⇒ goal table."""
     from test_cleanup_passes import GOLDEN
-    from gramopt.transforms import IR_PASSES
-    covered = {f"cleanup-{n}" for n, fn in __import__("gramopt.transforms.cleanup", fromlist=["PASSES"]).PASSES.items()
-               if getattr(fn, "__wrapped__", fn) in GOLDEN}  # (production runs each pass behind its memo)
+    from gramopt.transforms.registry import CLEANUP, INLINE, PASSES, RESHAPE
+    covered = {name for name, p in PASSES.items() if p.kind == CLEANUP and p.step is not None
+               and p.step.__wrapped__ in GOLDEN}  # (production runs each clean-up behind its memo)
     covered |= {"inline", "cleanup-equivalent-rules"}  # test_inline_law, test_equivalent_rules_law below
     covered |= set(RESHAPE_GOLDEN)  # test_reshape_law below
-    assert set(IR_PASSES) <= covered, set(IR_PASSES) - covered
+    ir = {name for name, p in PASSES.items() if p.kind in (CLEANUP, INLINE, RESHAPE) and name != "cleanup"}
+    assert ir <= covered, ir - covered
 
 
 def test_inline_law():
     """S ::= "a" B "c" ; B ::= "b" "b"  ⇒  S ::= "a" "b" "b" "c" (κ does not grow)."""
-    from gramopt.transforms import IR_PASSES
+    from gramopt.transforms.registry import PASSES
     g = Grammar((Rule("S", seq(a, Ref("B"), c)), Rule("B", seq(b, b))), "S")
-    assert IR_PASSES["inline"](g) == Grammar((Rule("S", seq(a, b, b, c)),), "S")
+    assert PASSES["inline"](g) == Grammar((Rule("S", seq(a, b, b, c)),), "S")
     rec = Grammar((Rule("S", seq(a, Ref("B"))), Rule("B", alt(seq(b, Ref("B")), c))), "S")
-    assert IR_PASSES["inline"](rec) == rec  # a self-recursive rule is never inlined
+    assert PASSES["inline"](rec) == rec  # a self-recursive rule is never inlined
 
 
 def test_equivalent_rules_law():
     """S ::= A B ; A ::= "a" A | "" ; B ::= "a" B | ""  ⇒  B merged into A (equal up to renaming)."""
-    from gramopt.transforms import IR_PASSES
+    from gramopt.transforms.registry import PASSES
     g = Grammar((Rule("S", seq(Ref("A"), Ref("B"))), Rule("A", alt(seq(a, Ref("A")), Epsilon())),
                  Rule("B", alt(seq(a, Ref("B")), Epsilon()))), "S")
-    out = IR_PASSES["cleanup-equivalent-rules"](g)
+    out = PASSES["cleanup-equivalent-rules"](g)
     assert [r.name for r in out.rules] == ["S", "A"] and out.rule_map["S"].body == seq(Ref("A"), Ref("A"))
 
 
@@ -126,6 +130,7 @@ RESHAPE_GOLDEN = {  # pass: (start, goal), xgrammar EBNF
                            'root ::= "\\"" root_until\n'
                            'root_until ::= "\\"" | [^"\\\\] root_until | "\\\\" [nt] root_until'),
     "reshape-root-wrapper": ('root ::= "a" root "b" | ""', 'root ::= root_rec\nroot_rec ::= "a" root_rec "b" | ""'),
+    "reshape-rule-names": ('root ::= a_b a_b\na_b ::= "x"', 'root ::= a-b a-b\na-b ::= "x"'),
     "reshape-lookaheads": ('root ::= a "b" a "c"\na ::= [a-z]+', 'root ::= a "b" a "c"\na ::= [a-z]+ (= [bc])'),
     # llama.cpp's fix-up (targets/llamacpp.py): empty alternatives first, the widest last
     "reshape-empty-first": ('root ::= "a"* "b"+ "c"?', 'root ::= root-star "b" root-star-2 ("" | "c")\n'
@@ -138,7 +143,7 @@ RESHAPE_GOLDEN = {  # pass: (start, goal), xgrammar EBNF
 def test_reshape_law(name):
     """Each reshaping on its own, start ⇒ goal (the passes of ``gramopt.transforms.reshape``)."""
     import gramopt
-    from gramopt.transforms import IR_PASSES
+    from gramopt.transforms.registry import PASSES
     start, goal = RESHAPE_GOLDEN[name]
-    out = IR_PASSES[name](gramopt.parse(start + "\n", dialect="ebnf"))
+    out = PASSES[name](gramopt.parse(start + "\n", dialect="ebnf"))
     assert gramopt.write(out, "ebnf").strip() == goal

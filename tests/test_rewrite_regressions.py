@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gramopt.grammar import Alt, Epsilon, Grammar, Literal, Ref, Repeat, Rule
-from gramopt.transforms.cleanup import PASSES
+from gramopt.transforms.registry import PASSES
 from gramopt.verify import check_equivalence
 
 a = Literal("a")
@@ -20,7 +20,7 @@ a = Literal("a")
 ])
 def test_repetition_of_alternation(body, expected):
     g = Grammar((Rule("R0", body),), "R0")
-    out = PASSES["repetition"](g)
+    out = PASSES["cleanup-repetition"](g)
     if expected is not None:
         assert out.rules[0].body == expected
     assert check_equivalence(g, out).ok

@@ -7,7 +7,8 @@ Counts, in ``ROOT/gramopt`` (default: this checkout):
   ``.dialect == …``): lines and files;
 - loops that rerun passes until nothing changes (``for … in range(N)`` whose body compares the
   grammar with the one the round started from): where, with their caps;
-- pass registries (module-level ``PASSES``, ``IR_PASSES``, ``RESHAPINGS``, ``CLEANUPS`` names);
+- pass registries (module-level ``PASSES``, ``IR_PASSES``, ``RESHAPINGS``, ``CLEANUPS`` names), and
+  apart from them the pipelines (``DEFAULT_PASSES``, ``REQUEST_PASSES``: lists of registry names);
 - modules per package;
 - with ``--trace``: the files and package crossings on the path of ``gramopt optimize GRAMMAR -o
   /dev/null --target T`` (every gramopt function called, by ``sys.setprofile``): distinct files,
@@ -28,7 +29,8 @@ import sys
 DIALECTS = ("gbnf", "ebnf", "lark", "cfg", "goebnf", "jsonschema")
 _DIALECT_RE = re.compile(r"""(==|!=|\bin\b|\bnot in\b)\s*[\(\[{]?\s*["'](%s)["']|["'](%s)["']\s*(==|!=)"""
                          % ("|".join(DIALECTS), "|".join(DIALECTS)))
-REGISTRY_NAMES = ("PASSES", "IR_PASSES", "RESHAPINGS", "CLEANUPS", "DEFAULT_PASSES", "REQUEST_PASSES")
+REGISTRY_NAMES = ("PASSES", "IR_PASSES", "RESHAPINGS", "CLEANUPS")
+PIPELINE_NAMES = ("DEFAULT_PASSES", "REQUEST_PASSES")
 
 
 def dialect_comparisons(pkg: pathlib.Path) -> list[str]:
@@ -47,7 +49,8 @@ def dialect_comparisons(pkg: pathlib.Path) -> list[str]:
 def fixpoint_loops(pkg: pathlib.Path) -> list[str]:
     """``for`` loops over ``range(CAP)`` (a literal or a ``…limit…`` / ``…rounds…`` name: a cap
     on rounds, not a length) that end on a ``break`` when a round changed nothing: the body
-    rebinds a name from a call and breaks on a test of it (``g == start``, ``not names``)."""
+    rebinds a name from a call and breaks on a test of it against another value (``g == start``,
+    ``not names``; not a search's ``x is None``)."""
     out = []
     for p in sorted(pkg.rglob("*.py")):
         if p.relative_to(pkg).parts[0] in ("runtime", "sampling"):  # decoding loops, not passes
@@ -61,7 +64,8 @@ def fixpoint_loops(pkg: pathlib.Path) -> list[str]:
                        for tt in n.targets for t in ast.walk(tt) if isinstance(t, ast.Name)}
             stops = [n for n in ast.walk(node) if isinstance(n, ast.If)
                      and any(isinstance(b, (ast.Break, ast.Return)) for b in n.body)
-                     and {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)} & rebound]
+                     and {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)} & rebound
+                     and not _against_a_constant(n.test)]
             cap = ast.unparse(node.iter.args[-1]) if node.iter.args else "?"
             fixed = cap.isdigit() or re.fullmatch(r"\w*(limit|rounds?)\w*", cap)  # a round cap, not a length
             if stops and fixed:
@@ -69,14 +73,19 @@ def fixpoint_loops(pkg: pathlib.Path) -> list[str]:
     return out
 
 
-def registries(pkg: pathlib.Path) -> list[str]:
+def _against_a_constant(test: ast.expr) -> bool:
+    """``x is None``, ``k == 0``: a search ending, not a round compared with the last."""
+    return isinstance(test, ast.Compare) and all(isinstance(c, ast.Constant) for c in test.comparators)
+
+
+def registries(pkg: pathlib.Path, names: tuple[str, ...] = REGISTRY_NAMES) -> list[str]:
     out = []
     for p in sorted(pkg.rglob("*.py")):
         tree = ast.parse(p.read_text(encoding="utf-8"))
         for node in tree.body:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
             for t in targets:
-                if isinstance(t, ast.Name) and t.id in REGISTRY_NAMES:
+                if isinstance(t, ast.Name) and t.id in names:
                     out.append(f"{p.relative_to(pkg.parent)}:{node.lineno} {t.id}")
     return out
 
@@ -139,8 +148,9 @@ def main(argv=None) -> int:
     root = pathlib.Path(a.root).resolve()
     pkg = root / "gramopt"
     dc, fl, rg, mp = dialect_comparisons(pkg), fixpoint_loops(pkg), registries(pkg), modules_per_package(pkg)
+    pl = registries(pkg, PIPELINE_NAMES)
     res = {"dialect_comparisons": dc, "dialect_comparison_files": sorted({x.split(":")[0] for x in dc}),
-           "fixpoint_loops": fl, "registries": rg, "modules_per_package": mp}
+           "fixpoint_loops": fl, "registries": rg, "pipelines": pl, "modules_per_package": mp}
     if a.trace:
         res["trace"] = trace(root, a.trace, a.target)
     if a.json:
@@ -150,6 +160,7 @@ def main(argv=None) -> int:
           f"{len(res['dialect_comparison_files'])} files")
     print(f"rerun-until-unchanged loops: {len(fl)}: " + "; ".join(fl))
     print(f"pass registries: {len(rg)}: " + "; ".join(rg))
+    print(f"pipelines (names in a registry): {len(pl)}: " + "; ".join(pl))
     print("modules per package: " + ", ".join(f"{k} {v}" for k, v in mp.items()) + f" (total {sum(mp.values())})")
     if a.trace:
         t = res["trace"]

@@ -38,8 +38,8 @@ reads GBNF.
 
 from __future__ import annotations
 
-from ..grammar import Grammar, Regex, Terminal, walk
-from ..transforms.reshape import RESHAPINGS
+from ..grammar import Grammar
+from ..transforms.registry import has_token_atoms, reshaping
 
 
 def order_for_llamacpp(g: Grammar, notes: list | None = None, fired: dict | None = None) -> Grammar:
@@ -47,10 +47,10 @@ def order_for_llamacpp(g: Grammar, notes: list | None = None, fired: dict | None
     widest-last (module docstring); ``notes`` / ``fired`` say what changed."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
-    if any(isinstance(n, (Terminal, Regex)) for r in g.rules for n in walk(r.body)) or g.terminals:
+    if has_token_atoms(g):
         return g
-    out, lifted = RESHAPINGS["empty-first"](g)
-    out, sorted_alts = RESHAPINGS["widest-last"](out)
+    out, lifted = reshaping("empty-first")(g)
+    out, sorted_alts = reshaping("widest-last")(out)
     if lifted:
         fired["llama.cpp-star-rules"] = fired.get("llama.cpp-star-rules", 0) + lifted
     if sorted_alts:

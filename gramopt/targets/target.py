@@ -13,6 +13,7 @@ from typing import Callable, Protocol
 
 from ..formats import DIALECT, LARK, output_dialect, unwritable
 from ..grammar import Grammar
+from ..transforms.inline import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE
 
 Fixup = Callable[[Grammar, list, dict], Grammar]
 """``fixup(grammar, notes, fired) -> grammar``: a language-preserving reshaping that records
@@ -29,11 +30,6 @@ class Guard(Protocol):
 
     def worse(self, original: Grammar, candidate: Grammar) -> str | None:
         """Why ``candidate`` may cost an engine more than ``original`` (None: keep it)."""
-
-
-INLINE_BY_KAPPA = "kappa"   # inline a rule where the exact κ does not grow
-INLINE_LEAVES = "leaves"    # also every leaf rule (names no rule), whatever κ says
-INLINE_NONE = "none"        # keep every rule
 
 
 @dataclass(frozen=True)
@@ -79,7 +75,7 @@ class Target:
     # checks what is written (the default target: GBNF, which every engine it names reads)
     schema_dialect: str | None = None
     lark_subset: object | None = None  # the Lark its engine loads, when it writes .lark (formats/lark_llguidance)
-    # the input without its redundancy (``transforms.cleanup.remove_redundancy``): a fallback
+    # the input without its redundancy (``transforms.registry.remove_redundancy``): a fallback
     # tried before the bare input when the passes' output is rejected (None: no such step)
     reduce: Callable[[Grammar], Grammar] | None = None
 

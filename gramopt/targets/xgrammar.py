@@ -50,12 +50,13 @@ corpus samples.
 
 from __future__ import annotations
 
-from ..grammar import Grammar, Regex, Terminal, walk
+from ..grammar import Grammar
 from ..transforms.fixpoint import fixpoint
-from ..transforms.reshape import (RESHAPINGS, infer_lookaheads, inline_small_regular_rules, lift_star_alternations,
+from ..transforms.registry import has_token_atoms, reshaping
+from ..transforms.reshape import (infer_lookaheads, inline_small_regular_rules, lift_star_alternations,
                                   remove_left_recursion, wrap_referenced_root)
 
-ROUND = (  # (name in the report, reshaping in the registry transforms.reshape.RESHAPINGS, what the note
+ROUND = (  # (name in the report, reshaping in the registry transforms.registry.PASSES, what the note
     ("xgrammar-left-recursion", "left-recursion", "left recursion as a star in"),  # says), run in this
     ("xgrammar-inline", "inline-regular", "inlined"),                                # order, then the root
     ("xgrammar-star-rule", "star-rules", "repetitions made rules:"),                 # wrapper, to a fixpoint
@@ -69,31 +70,27 @@ def _count(fired: dict, notes: list[str], key: str, names: list[str], what: str)
         notes.append(f"xgrammar: {what} {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
 
 
-def _has_lark_atoms(g: Grammar) -> bool:
-    return bool(g.terminals) or any(isinstance(n, (Terminal, Regex)) for r in g.rules for n in walk(r.body))
-
-
 def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
     """The xgrammar target pass (see the module docstring). ``notes`` / ``fired`` collect
     what it did, for the pass report."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
-    if _has_lark_atoms(g):  # Lark terminals are not code points: only the root fix-up applies
-        g, wrapped = wrap_referenced_root(g)
+    if has_token_atoms(g):  # Lark terminals are not code points: only the root fix-up applies
+        g, wrapped = reshaping("root-wrapper")(g)
         _count(fired, notes, "xgrammar-root-wrapper", [wrapped] if wrapped else [], "root delegates to")
         return g
 
     def round_(g: Grammar) -> Grammar:
         for key, name, what in ROUND:
-            g, names = RESHAPINGS[name](g)
+            g, names = reshaping(name)(g)
             _count(fired, notes, key, names, what)
-        g, wrapped = wrap_referenced_root(g)  # in the round: the new rule may be small enough to inline
+        g, wrapped = reshaping("root-wrapper")(g)  # in the round: the new rule may be small enough to inline
         _count(fired, notes, "xgrammar-root-wrapper", [wrapped] if wrapped else [], "root delegates to")
         return g
     # each step can open the way for another (an inlined ws makes its caller small and
     # regular): to a fixpoint, so the pass is idempotent
     g = fixpoint(round_, g, 16)
-    g, n = infer_lookaheads(g)
+    g, n = reshaping("lookaheads")(g)
     if n:
         fired["xgrammar-lookahead"] = n
         notes.append(f"xgrammar: {n} lookahead assertion(s) from FOLLOW sets")

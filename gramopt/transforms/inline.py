@@ -58,6 +58,12 @@ def is_leaf(rule: Rule) -> bool:
 ALWAYS_MAX_KAPPA = 128  # the corpus's largest original shared leaf: llama.cpp's schema `space`, 127
 
 
+INLINE_BY_KAPPA = "kappa"   # inline a rule where the exact κ does not grow
+INLINE_LEAVES = "leaves"    # also every leaf rule (names no rule), whatever κ says
+INLINE_NONE = "none"        # keep every rule
+"""The inlining policies a target chooses (``Target.inlining``; the ``inline`` pass reads them)."""
+
+
 class Budget:
     """The inliner's work budget: κ of the rule bodies it rewrites, summed over every
     candidate it tries (``spent`` once a candidate would overrun it). Work units, so where

@@ -27,9 +27,8 @@ from __future__ import annotations
 
 from ...formats import DIALECT, EBNF, GBNF
 from ...grammar import Grammar
-from ...transforms.cleanup import remove_redundancy
 from ...transforms.fixpoint import fixpoint
-from ...transforms.reshape import gbnf_rule_names, remove_left_recursion, wrap_referenced_root
+from ...transforms.registry import remove_redundancy, reshaping
 
 
 def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
@@ -39,7 +38,7 @@ def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | 
     fired = {} if fired is None else fired
 
     def round_(g: Grammar) -> Grammar:
-        g, names = remove_left_recursion(g)  # no names: the same grammar
+        g, names = reshaping("left-recursion")(g)  # no names: the same grammar
         if names:
             fired["left-recursion"] = fired.get("left-recursion", 0) + len(names)
             notes.append(f"left recursion as a star in {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
@@ -48,7 +47,7 @@ def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | 
 
 
 def reduce(g: Grammar) -> Grammar:
-    """``g`` without its redundancy (``transforms.cleanup.remove_redundancy``: pass-through
+    """``g`` without its redundancy (``transforms.registry.remove_redundancy``: pass-through
     and duplicated rules, unreachable rules, split literals), before and after left recursion
     is written as stars (the first fix-up, which the target applies anyway): a helper
     ``H ::= H x | ""`` is a copy of ``x*`` written elsewhere, a duplicate only once it reads so.
@@ -64,12 +63,12 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     fired = {} if fired is None else fired
     g = no_left_recursion(g, notes, fired)
     # '-' where GBNF and xgrammar EBNF are written: llama.cpp's rule names have no '_'
-    g, wrapped = wrap_referenced_root(g, DIALECT.get(g.dialect, DIALECT[EBNF]).name_separator)
+    g, wrapped = reshaping("root-wrapper")(g, DIALECT.get(g.dialect, DIALECT[EBNF]).name_separator)
     if wrapped:
         fired["portable-root-wrapper"] = fired.get("portable-root-wrapper", 0) + 1
         notes.append(f"portable: root delegates to {wrapped}")
     if g.dialect == GBNF:
-        g, renamed = gbnf_rule_names(g)
+        g, renamed = reshaping("rule-names")(g)
         if renamed:
             fired["portable-rule-names"] = fired.get("portable-rule-names", 0) + len(renamed)
             notes.append(f"portable: rule names in llama.cpp's characters: {', '.join(renamed[:6])}"

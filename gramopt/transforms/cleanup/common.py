@@ -22,7 +22,7 @@ from ...grammar import Alt, Expr, Grammar, Rule, alt, refs
 from ...grammar.analysis import nullable_expr, nullable_rules
 
 __all__ = ["is_lark", "map_rules", "map_bodies", "alternatives", "has_aliases", "keep_alternatives",
-           "nullable_expr", "safe_nullable", "fixpoint"]
+           "nullable_expr", "safe_nullable"]
 
 
 def is_lark(grammar: Grammar) -> bool:
@@ -109,10 +109,3 @@ def safe_nullable(grammar: Grammar) -> dict[str, set[str]]:
         reach[name] = seen
     return {name: {b for b in nullable if b != name and name not in reach.get(b, ())}
             for name in bodies}
-
-
-def fixpoint(step: Callable[[Grammar], Grammar], grammar: Grammar, limit: int = 64) -> Grammar:
-    """Apply ``step`` until the grammar stops changing (or ``limit`` rounds): the one
-    fixpoint loop (``transforms.fixpoint``)."""
-    from ..fixpoint import fixpoint as rounds
-    return rounds(step, grammar, limit)

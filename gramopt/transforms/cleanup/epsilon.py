@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...grammar import Alt, Epsilon, Expr, Grammar, Repeat, Rule, alt, transform
-from .common import alternatives, fixpoint, keep_alternatives, map_rules, nullable_expr, safe_nullable
+from ..fixpoint import fixpoint
+from .common import alternatives, keep_alternatives, map_rules, nullable_expr, safe_nullable
 
 
 def _drop_redundant_epsilons(items: tuple[Expr, ...], nullable: set[str]) -> list[Expr | None]:
@@ -73,4 +74,4 @@ def _once(grammar: Grammar) -> Grammar:
 def simplify_epsilon(grammar: Grammar) -> Grammar:
     """Apply the ε identities of the module docstring to every rule body, repeated until
     nothing changes (a rewrite can cut a reference and so shrink a component)."""
-    return fixpoint(_once, grammar)
+    return fixpoint(_once, grammar, 64)

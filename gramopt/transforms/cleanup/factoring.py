@@ -30,7 +30,8 @@ from typing import Callable
 
 from ...costmodels.kappa import expr_syms, rule_kappa
 from ...grammar import MAX_PASS_DEPTH, Alt, Epsilon, Expr, Grammar, Literal, Repeat, Rule, Seq, alt, seq, walk
-from .common import fixpoint, has_aliases, map_rules
+from ..fixpoint import fixpoint
+from .common import has_aliases, map_rules
 
 MAX_TRIE_LEVELS = (MAX_PASS_DEPTH - 8) // 2  # each level nests a sequence and an alternation
 
@@ -210,4 +211,4 @@ def _factor_once(grammar: Grammar) -> Grammar:
 
 def factor_alternatives(grammar: Grammar) -> Grammar:
     """Factor common prefixes and suffixes of alternatives wherever that lowers κ."""
-    return fixpoint(_factor_once, grammar)
+    return fixpoint(_factor_once, grammar, 64)

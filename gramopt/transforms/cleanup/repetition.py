@@ -45,7 +45,8 @@ from dataclasses import replace
 
 from ...grammar import Alt, Epsilon, Expr, Grammar, Repeat, Seq, alt, seq, transform
 from ...grammar.powers import OPTIONAL, PLUS, STAR, concat, nest
-from .common import fixpoint, map_rules, nullable_expr, safe_nullable
+from ..fixpoint import fixpoint
+from .common import map_rules, nullable_expr, safe_nullable
 
 
 def power(e: Expr) -> tuple[Expr, int, int | None]:
@@ -156,7 +157,7 @@ def _node(e: Expr, nullable: set[str]) -> Expr:
 def canonicalize_repetition(grammar: Grammar) -> Grammar:
     """Apply the repetition identities of the module docstring to every rule body, repeated
     until nothing changes (a rewrite can cut a reference and so shrink a component)."""
-    return fixpoint(_once, grammar)
+    return fixpoint(_once, grammar, 64)
 
 
 def _once(grammar: Grammar) -> Grammar:

@@ -13,7 +13,8 @@ names, a count) and states its argument in its docstring.
     empty_first      repetitions as rules whose empty alternative is written first (llama.cpp)
     widest_last      alternatives ordered by the width of their FIRST sets, widest last (llama.cpp)
 
-``RESHAPINGS`` is the registry every target's fix-up and the law tests read them from.
+Each is a pass of the one registry (``transforms.registry.PASSES["reshape-<name>"]``), which
+every target's fix-up (``registry.reshaping``) and the law tests read them from.
 """
 
 from .empty_first import write_repetitions_empty_first
@@ -25,16 +26,6 @@ from .rule_names import gbnf_rule_names
 from .star_rules import lift_star_alternations
 from .widest_last import order_alternatives_widest_last
 
-RESHAPINGS = {  # stable name -> step
-    "left-recursion": remove_left_recursion,
-    "inline-regular": inline_small_regular_rules,
-    "star-rules": lift_star_alternations,
-    "root-wrapper": wrap_referenced_root,
-    "lookaheads": infer_lookaheads,
-    "empty-first": write_repetitions_empty_first,
-    "widest-last": order_alternatives_widest_last,
-}
-
-__all__ = ["RESHAPINGS", "gbnf_rule_names", "infer_lookaheads", "inline_small_regular_rules", "lift_star_alternations",
+__all__ = ["gbnf_rule_names", "infer_lookaheads", "inline_small_regular_rules", "lift_star_alternations",
            "order_alternatives_widest_last", "remove_left_recursion", "wrap_referenced_root",
            "write_repetitions_empty_first"]
