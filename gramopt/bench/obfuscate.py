@@ -16,12 +16,13 @@ from __future__ import annotations
 import random
 
 from gramopt.grammar import Epsilon, Grammar, Literal, Ref, Repeat, Rule, Seq, alt, seq, transform
+from gramopt.grammar.dialects import token_atoms
 
 
 def obfuscate(grammar: Grammar, seed: int = 0, p: float = 0.5) -> Grammar:
     rng = random.Random(seed)
     # a stream of its own, so the other changes are the ones earlier versions made
-    split = random.Random(f"{seed}-split") if grammar.dialect != "lark" else None
+    split = random.Random(f"{seed}-split") if not token_atoms(grammar.dialect) else None
     bodies = {r.name: r.body for r in grammar.rules}
     extra: list[Rule] = []
     taken = set(bodies)

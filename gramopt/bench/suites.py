@@ -28,7 +28,7 @@ import os
 import random
 from dataclasses import dataclass, field
 
-from ..formats import EXTENSIONS, parse, read, read_text, write
+from ..formats import EXTENSIONS, parse, read, read_text, write, written_as
 from ..grammar import Grammar, GrammarError
 from .obfuscate import obfuscate
 
@@ -128,8 +128,8 @@ def file_case(path: str, suite: str = "corpus", limit: int = 1) -> Case:
 def obfuscated_case(case: Case, seed: int = OBFUSCATE_SEED) -> Case:
     """``case`` made worse on purpose (same language, same samples)."""
     g = obfuscate(case.grammar(), seed=seed)
-    return Case(f"{case.name}~obf", "obfuscated", write(g, case.dialect if case.dialect != "goebnf" else "ebnf"),
-                case.dialect if case.dialect != "goebnf" else "ebnf", case.samples, case.source,
+    return Case(f"{case.name}~obf", "obfuscated", write(g, written_as(case.dialect)),
+                written_as(case.dialect), case.samples, case.source,
                 f"obfuscate(seed={seed})")
 
 

@@ -34,6 +34,7 @@ Each construct puts ``symbols`` on its parent's right-hand side and adds ``helpe
 from __future__ import annotations
 
 from ..grammar import BNF, Alt, Epsilon, Grammar, Literal, Repeat, Rule, Seq, lower
+from ..grammar.dialects import token_atoms
 
 
 HELPER = 2  # a nonterminal's entry and exit states
@@ -114,7 +115,7 @@ def rule_kappa(rule: Rule, dialect: str) -> int:
     counted directly by the table in ``gramopt.grammar.bnf`` (cross-checked against
     ``kappa`` in the tests): κ(G) = 1 + Σ_rules rule_kappa. No BNF is built: cheap enough for a
     pass to score every candidate rewrite of a rule."""
-    lark = dialect == "lark"
+    lark = token_atoms(dialect)
     alts = rule.body.items if isinstance(rule.body, Alt) else (rule.body,)
     total = HELPER
     for a in alts:

@@ -66,6 +66,7 @@ from dataclasses import dataclass, field, replace
 from ..costmodels.kappa import alt_kappa, literal_kappa, repeat_kappa
 from ..costmodels.sac_proxy import W_CONCAT, W_INFIX, W_NULLALT, W_NULLREP
 from ..grammar import Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, refs, rename_refs, seq
+from ..grammar.dialects import dialect_record, token_atoms
 from .lower import ENode, GrammarEGraph, Opaque, Snapshot
 from .rewrite import nullable_classes
 
@@ -151,7 +152,7 @@ class Extractor:
         self.name_nullable = name_nullable
         self.snap: Snapshot = eg.snapshot()
         self.left_recursion = left_recursion
-        self.costfn = NodeCost(eg.grammar.dialect == "lark", eg.atoms, recursion_penalty, lam, weights)
+        self.costfn = NodeCost(token_atoms(eg.grammar.dialect), eg.atoms, recursion_penalty, lam, weights)
         self.nullable = nullable_classes(self.snap)
 
     # ------------------------------------------------------------ choice
@@ -287,7 +288,7 @@ class Extractor:
     def _fresh(self, base: str, taken: set) -> str:
         """``base_k`` for the first free k (``base-k`` in GBNF: llama.cpp's rule names are
         letters, digits and '-' only)."""
-        sep = "-" if self.eg.grammar.dialect == "gbnf" else "_"
+        sep = "_" if dialect_record(self.eg.grammar.dialect).underscore_names else "-"
         k = 1
         while f"{base}{sep}{k}" in taken:
             k += 1

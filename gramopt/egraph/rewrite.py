@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from ..grammar.dialects import token_atoms
 from .lower import ENode, GrammarEGraph, Snapshot
 
 Term = tuple
@@ -36,7 +37,7 @@ class Context:
     def __init__(self, eg: GrammarEGraph, snap: Snapshot):
         self.eg = eg
         self.snap = snap
-        self.lark = eg.grammar.dialect == "lark"
+        self.lark = token_atoms(eg.grammar.dialect)
         self._nullable: set[int] | None = None
 
     @property

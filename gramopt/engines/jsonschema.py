@@ -45,7 +45,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..formats import parse
+from ..formats import dialect_record, parse
 from ..grammar import Grammar, GrammarError, SourcePos
 
 CONVERTERS = ("xgrammar", "llama.cpp")
@@ -365,7 +365,7 @@ def check_gbnf_loads(grammar: Grammar, dialect: str, path: str) -> None:
     """GrammarError when a schema's grammar is to be written as GBNF but stays left-recursive
     (a ``$ref`` loop such as ``e: anyOf [allOf [$ref e], integer]``): llama.cpp refuses left
     recursion, so such a file is never written."""
-    if dialect != "gbnf":
+    if dialect_record(dialect).left_recursion:
         return
     from ..grammar.analysis import structure
     left = structure(grammar).left_recursive

@@ -38,7 +38,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from ..formats import write
+from ..formats import GBNF, LARK, token_atoms, write
 from ..grammar import Grammar
 from ..verify.derivations import heights, random_sentence
 from ..verify.symbols import compile_grammar
@@ -123,7 +123,7 @@ def engine_difference(original: Grammar, optimized: Grammar, samples: int = BYTE
     seed)`` when the caller keeps them); None when none is found. A grammar that llguidance
     does not load is a difference only when the original loads."""
     import llguidance.numpy as llnp
-    if original.dialect == "lark" or optimized.dialect == "lark":
+    if token_atoms(original.dialect) or token_atoms(optimized.dialect):
         return None  # sentences of a Lark grammar are terminal sequences, not bytes
     ma = _matcher(original)
     if ma is None:
@@ -221,7 +221,7 @@ class Llguidance(Engine):
 
     def source(self, grammar: Grammar) -> tuple[str, str]:
         """A Lark grammar as Lark (its lexer is its own), any other as GBNF."""
-        kind = "lark" if grammar.dialect == "lark" else "gbnf"
+        kind = LARK if token_atoms(grammar.dialect) else GBNF
         return kind, self.printed(grammar, kind)
 
     def compile(self, grammar: Grammar):

@@ -19,42 +19,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
 
 from ..grammar import Grammar, GrammarError
+# the records live on the IR's floor (grammar/ reads them too); this is their public home
+from ..grammar.dialects import (CFG, DIALECT, EBNF, GBNF, GOEBNF, LARK, RECORDS, SCHEMA, UNKNOWN, Dialect,
+                                dialect_record, token_atoms, written_as)
 
-
-@dataclass(frozen=True)
-class Dialect:
-    """A grammar dialect, as a record (like ``targets.Target``): every difference between
-    dialects the rest of gramopt reads is a field here, so nothing outside ``formats``
-    compares dialect names. ``display``: its name in a report; ``writable``: gramopt writes
-    it; ``carries_lookahead``: it writes a rule's lookahead assertion (the others drop them:
-    hints, the language is the rules'); ``token_atoms``: terminals and regexps are tokens of
-    a lexer, not code points (Lark); ``ebnf_family``: read by the EBNF readers (a target's
-    own output dialect replaces it); ``name_separator``: what joins the parts of a rule name
-    gramopt makes (llama.cpp's rule names have no '_')."""
-
-    name: str
-    extension: str
-    display: str
-    writable: bool
-    carries_lookahead: bool = False
-    token_atoms: bool = False
-    ebnf_family: bool = False
-    name_separator: str = "-"
-
-
-GBNF, EBNF, LARK, GOEBNF, CFG = "gbnf", "ebnf", "lark", "goebnf", "cfg"
-SCHEMA = "jsonschema"  # a JSON Schema: read as its converter's grammar
-RECORDS = (
-    Dialect(GBNF, ".gbnf", "GBNF (llama.cpp)", True, ebnf_family=True),
-    Dialect(EBNF, ".ebnf", "xgrammar EBNF", True, carries_lookahead=True, ebnf_family=True),
-    Dialect(LARK, ".lark", "Lark", True, token_atoms=True, name_separator="_"),
-    Dialect(GOEBNF, ".goebnf", "Go EBNF", False, ebnf_family=True),
-    Dialect(CFG, ".cfg", "NLTK CFG", True, name_separator="_"),
-)
-DIALECT = {d.name: d for d in RECORDS}
 DIALECTS = tuple(d.name for d in RECORDS)
 WRITABLE = tuple(d.name for d in RECORDS if d.writable)
 EXTENSIONS = {d.extension: d.name for d in RECORDS}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from .analysis import FirstSet, first_of_expr, first_sets, nullable_expr, nullable_rules
 from .expr import Alt, Expr, Ref, Repeat, Seq, walk
 from .grammar import Grammar, Rule
+from .dialects import token_atoms
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class _Firsts:
     reads (building them per alternative made the findings quadratic in the rules)."""
 
     def __init__(self, grammar: Grammar, nullable: set[str], firsts: dict[str, FirstSet]):
-        self.lark = grammar.dialect == "lark"
+        self.lark = token_atoms(grammar.dialect)
         self.nullable = nullable
         self.ranges = {n: f.ranges for n, f in firsts.items()}
         self.atoms = {n: f.atoms for n, f in firsts.items()}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from .expr import (Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal,
                    normalize_ranges, walk)
 from .grammar import Grammar
+from .dialects import token_atoms
 from .memo import IdentityMemo, rules_key
 
 
@@ -311,7 +312,7 @@ def first_of_expr(e: Expr, lark_tokens: bool, nullable: set[str], rule_ranges, r
 def first_sets(grammar: Grammar, nullable: set[str] | None = None) -> dict[str, FirstSet]:
     """Least fixpoint of FIRST over the rules."""
     nullable = nullable_rules(grammar) if nullable is None else nullable
-    lark = grammar.dialect == "lark"
+    lark = token_atoms(grammar.dialect)
     ranges: dict[str, set[tuple[int, int]]] = {r.name: set() for r in grammar.rules}
     atoms: dict[str, set] = {r.name: set() for r in grammar.rules}
     changed = True

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from .expr import char, Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal
 from .grammar import Grammar
+from .dialects import token_atoms
 from .size import check_size
 
 Symbol = Ref | CharClass | Terminal | Regex | Literal  # Literal only as a Lark token
@@ -66,7 +67,7 @@ def lower(grammar: Grammar) -> BNF:
     """The canonical BNF of ``grammar`` (see the module docstring for the table).
     Raises GrammarError when its repetitions expand past ``size.MAX_EXPANDED``."""
     check_size(grammar)
-    lark_tokens = grammar.dialect == "lark"
+    lark_tokens = token_atoms(grammar.dialect)
     nonterminals: list[str] = [r.name for r in grammar.rules]
     productions: list[Production] = []
     origin = {n: n for n in nonterminals}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from .expr import Alt, Epsilon, Expr, Literal, Repeat, Seq
 from .grammar import Grammar, GrammarError
+from .dialects import token_atoms
 
 MAX_EXPANDED = 4_000_000  # symbols; the 50,000-word enums of real catalogs are ~400,000
 
@@ -29,7 +30,7 @@ def expanded_size(expr: Expr, dialect: str = "ebnf") -> int:
     if isinstance(expr, Epsilon):
         return 0
     if isinstance(expr, Literal):
-        return 1 if dialect == "lark" else len(expr.text)
+        return 1 if token_atoms(dialect) else len(expr.text)
     if isinstance(expr, (Seq, Alt)):
         return sum(expanded_size(e, dialect) for e in expr.items)
     if isinstance(expr, Repeat):

@@ -31,6 +31,7 @@ from .request import Request, RequestOptimizer
 
 TARGET = "llguidance"
 GBNF_FORMATS = ("gbnf", "ebnf", "cfg", "grammar")
+LARK_FORMATS = ("lark",)  # llguidance.grammar_from's format names of its Lark
 
 
 def _optimizer(optimizer: RequestOptimizer | None) -> RequestOptimizer:
@@ -64,7 +65,7 @@ def grammar_from(format: str, text: str, *, optimizer: RequestOptimizer | None =
         if better == text:
             return plain
         return _valid_or_plain(_llg.grammar_from(dialect, better), plain, optimizer)
-    if format == "lark":
+    if format in LARK_FORMATS:
         return grammar_from_lark(text, optimizer=optimizer)
     return _llg.grammar_from(format, text)
 

@@ -40,6 +40,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..grammar import Grammar
+from ..grammar.dialects import token_atoms
 from .trajectories import WALK_TOKENS, TokenGroups, Walker, first_bytes, interleave, sentences, token_paths
 
 ENGINE_NAMES = ("xgrammar", "llguidance", "llama.cpp")
@@ -268,7 +269,7 @@ class EngineCheck:
 
     def _difference(self, candidate: Grammar) -> MaskDifference | None:
         if self.engine == "llguidance":
-            if self._byte_texts is None and self.original.dialect != "lark":
+            if self._byte_texts is None and not token_atoms(self.original.dialect):
                 from ..engines.llguidance import BYTE_SENTENCES, sentences as byte_sentences
                 self._byte_texts = byte_sentences(self.original, BYTE_SENTENCES, 0)
             found = _byte_vocabulary_difference(self.original, candidate, self._byte_texts)
@@ -347,7 +348,7 @@ class EngineCheck:
                 and not any(in_language(int(t)) for t in spread(only_in)))
 
     def _reference(self):
-        if self._recognizer is None and self.original.dialect != "lark":
+        if self._recognizer is None and not token_atoms(self.original.dialect):
             from ..verify.reference import Recognizer
             self._recognizer = Recognizer(self.original)
         return self._recognizer

@@ -31,6 +31,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from ..grammar import Grammar
+from ..grammar.dialects import token_atoms
 
 SENTENCES = 24           # sentences derived from the input per check
 SENTENCE_DEPTH = 10      # past this depth a derivation takes shortest completions
@@ -43,7 +44,7 @@ def sentences(grammar: Grammar, n: int = SENTENCES, seed: int = 0, max_depth: in
     Lark grammar (its sentences are terminal sequences) or an empty language."""
     from ..verify.derivations import heights, random_sentence
     from ..verify.symbols import compile_grammar
-    if grammar.dialect == "lark":
+    if token_atoms(grammar.dialect):
         return []
     cg = compile_grammar(grammar)
     if cg.empty or cg.atoms is not None:

@@ -20,8 +20,8 @@ import os
 from dataclasses import dataclass
 
 from .. import targets
-from ..formats import (EXTENSIONS, LARK, SCHEMA, WRITABLE, check_writable, clean_text, parse, read, read_text,
-                       unwritable, write)
+from ..formats import (EXTENSIONS, SCHEMA, WRITABLE, check_writable, clean_text, parse, read, read_text,
+                       token_atoms, unwritable, write)
 from ..grammar import GrammarError
 from ..stage import stage
 from .options import Options
@@ -171,7 +171,7 @@ def run_job(job: Job) -> Outcome:
         result.report.warnings.append(warning)
     text = write(out_grammar, out_dialect)
     subset = targets.get(o.target).lark_subset
-    if out_dialect == LARK and subset is not None:  # asked of the engine itself, when installed
+    if token_atoms(out_dialect) and subset is not None:  # asked of the engine itself, when installed
         refused = subset.error(text)
         if refused:
             result.report.warnings.append(f"{subset.engine} does not load the written grammar: {refused}")

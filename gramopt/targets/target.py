@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from ..formats import DIALECT, LARK, output_dialect, unwritable
+from ..formats import DIALECT, output_dialect, token_atoms, unwritable
 from ..grammar import Grammar
 from ..transforms.inline import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE
 
@@ -98,7 +98,7 @@ class Target:
         else:
             dialect = output_dialect(grammar, None, None, source)
         kept, dropped = unwritable(grammar, dialect)
-        if dialect == LARK and self.lark_subset is not None:  # the Lark its engine loads
+        if token_atoms(dialect) and self.lark_subset is not None:  # the Lark its engine loads
             kept, more = self.lark_subset.convert(kept)
             dropped = dropped + more
         return dialect, kept, dropped

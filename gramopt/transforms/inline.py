@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..costmodels.kappa import HELPER, expr_syms, rule_kappa
+from ..grammar.dialects import token_atoms
 from ..grammar import (MAX_PASS_DEPTH, Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, depth, refs,
                        transform)
 
@@ -206,7 +207,7 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
     (``inline_delta`` on each user's ``Uses``, remembered until that user changes); the
     users are rewritten only when it is inlined (or, rarely, to measure an exact depth or
     a κ the counts do not give)."""
-    lark = grammar.dialect == "lark"
+    lark = token_atoms(grammar.dialect)
     pinned = {grammar.start} | {a for d in grammar.directives for a in d.args}
     frozen = {r.name for r in grammar.rules if r.pinned}  # kept as written: nothing inlined into them
     pinned |= frozen

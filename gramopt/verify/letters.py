@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..grammar import Grammar
+from ..grammar.dialects import token_atoms
 from ..grammar.expr import Alt, Expr, Ref, Repeat, Seq, Terminal, alt, seq, walk
 from ..grammar.grammar import Rule
 from .coverage import shortest, spell_yield
@@ -108,7 +109,7 @@ def abstract(original: Grammar, candidate: Grammar) -> Abstraction | None:
     that holds one of its repetition nodes as written (``Ref(items){0,9999}`` in both, the
     rules it names rewritten). A pair whose keys are equal and name no rule is one language
     in both; any other pair gets a tag, so its items are compared."""
-    if original.dialect == "lark" or candidate.dialect == "lark":
+    if token_atoms(original.dialect) or token_atoms(candidate.dialect):
         return None
     ours, theirs = large_repeats(original), large_repeats(candidate)
     their_keys = set(theirs.values())

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from ..grammar import CharClass, Grammar, Literal, lower
 from ..grammar.expr import Ref, Regex, Terminal
 from ..grammar.utf8 import class_sequences
+from ..grammar.dialects import token_atoms
 
 BYTES = 256
 # a Lark grammar's lexer atoms: a range ``"0".."9"`` in a rule is an anonymous token too
@@ -61,7 +62,7 @@ class Compiled:
 
 
 def is_lark(grammar: Grammar) -> bool:
-    return grammar.dialect == "lark"
+    return token_atoms(grammar.dialect)
 
 
 def grammar_atoms(grammar: Grammar) -> tuple:

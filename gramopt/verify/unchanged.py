@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..grammar import Grammar
+from ..grammar.dialects import token_atoms
 from ..grammar.expr import Alt, Expr, Ref, Repeat, Seq, Terminal, alt, refs, seq
 from ..grammar.grammar import Rule
 
@@ -70,7 +71,7 @@ def unchanged_rules(original: Grammar, candidate: Grammar) -> set[str]:
 def abstract_unchanged(original: Grammar, candidate: Grammar) -> Unchanged | None:
     """Both grammars with their unchanged rules as letters (module docstring); None when
     no changed rule names an unchanged one (nothing to leave out), or for Lark."""
-    if original.dialect == "lark" or candidate.dialect == "lark":
+    if token_atoms(original.dialect) or token_atoms(candidate.dialect):
         return None
     same = unchanged_rules(original, candidate)
     if original.start == candidate.start and original.start in same:

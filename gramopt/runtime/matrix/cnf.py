@@ -47,6 +47,7 @@ import numpy as np
 
 from ...grammar import CharClass, Grammar, Ref
 from ...grammar.bnf import lower
+from ...grammar.dialects import token_atoms
 from ...grammar.utf8 import class_sequences
 from ..compile import RuntimeGrammarError
 from ..jit import kernel
@@ -112,7 +113,7 @@ def _closure(seed, units, binary) -> set:
 def build_cnf(grammar: Grammar) -> CNF:
     """The CNF of a byte-level grammar (GBNF / xgrammar EBNF). Lark lexer atoms raise
     ``RuntimeGrammarError`` (their language is over terminals, not bytes)."""
-    if grammar.dialect == "lark":
+    if token_atoms(grammar.dialect):
         raise RuntimeGrammarError("the matrix runtime reads byte-level grammars (GBNF/EBNF), "
                                   "not Lark terminals")
     bnf = lower(grammar)

@@ -25,7 +25,7 @@ Both are language-preserving (each step's module states its argument) and idempo
 
 from __future__ import annotations
 
-from ...formats import DIALECT, EBNF, GBNF
+from ...formats import dialect_record
 from ...grammar import Grammar
 from ...transforms.fixpoint import fixpoint
 from ...transforms.registry import remove_redundancy, reshaping
@@ -63,11 +63,11 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     fired = {} if fired is None else fired
     g = no_left_recursion(g, notes, fired)
     # '-' where GBNF and xgrammar EBNF are written: llama.cpp's rule names have no '_'
-    g, wrapped = reshaping("root-wrapper")(g, DIALECT.get(g.dialect, DIALECT[EBNF]).name_separator)
+    g, wrapped = reshaping("root-wrapper")(g, dialect_record(g.dialect).name_separator)
     if wrapped:
         fired["portable-root-wrapper"] = fired.get("portable-root-wrapper", 0) + 1
         notes.append(f"portable: root delegates to {wrapped}")
-    if g.dialect == GBNF:
+    if not dialect_record(g.dialect).underscore_names:  # GBNF: llama.cpp reads no '_'
         g, renamed = reshaping("rule-names")(g)
         if renamed:
             fired["portable-rule-names"] = fired.get("portable-rule-names", 0) + len(renamed)

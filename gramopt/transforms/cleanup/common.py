@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 
 from ...grammar import Alt, Expr, Grammar, Rule, alt, refs
 from ...grammar.analysis import nullable_expr, nullable_rules
+from ...grammar.dialects import token_atoms
 
 __all__ = ["is_lark", "map_rules", "map_bodies", "alternatives", "has_aliases", "keep_alternatives",
            "nullable_expr", "safe_nullable"]
@@ -28,7 +29,7 @@ __all__ = ["is_lark", "map_rules", "map_bodies", "alternatives", "has_aliases", 
 def is_lark(grammar: Grammar) -> bool:
     """True for a Lark grammar: its literals are lexer tokens, so nothing may be fused,
     merged into a class or split at code-point granularity."""
-    return grammar.dialect == "lark"
+    return token_atoms(grammar.dialect)
 
 
 def map_rules(grammar: Grammar, fn: Callable[[Rule], Rule]) -> Grammar:

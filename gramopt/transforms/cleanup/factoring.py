@@ -30,6 +30,7 @@ from typing import Callable
 
 from ...costmodels.kappa import expr_syms, rule_kappa
 from ...grammar import MAX_PASS_DEPTH, Alt, Epsilon, Expr, Grammar, Literal, Repeat, Rule, Seq, alt, seq, walk
+from ...grammar.dialects import token_atoms
 from ..fixpoint import fixpoint
 from .common import has_aliases, map_rules
 
@@ -165,7 +166,7 @@ def _factor(e: Expr, coef: int, lark: bool, split: bool, at_top: bool, top_ok: b
 
 
 def _rule(rule: Rule, dialect: str) -> Rule:
-    lark = dialect == "lark"
+    lark = token_atoms(dialect)
     body = _factor(rule.body, 1, lark, not lark, True, not has_aliases(rule), {})
     if body == rule.body or rule_kappa(replace(rule, body=body), dialect) >= rule_kappa(rule, dialect):
         return rule
