@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from unittest.mock import ANY
 
 from gramopt.cli import main
 from gramopt.cli.guard import LimitReached, guarded, parse_memory, resident_bytes
@@ -70,6 +71,34 @@ def test_the_cli_prints_the_stop_reason_without_report(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{src}: note: verification stopped: its work budget (200,000 Earley steps)" in err
     assert check_equivalence(read(str(src)), read(str(out)), Bounds(max_work=100_000)).ok
+
+
+@pytest.mark.parametrize("budget", [0, 1, 5])
+def test_a_budget_spent_before_the_first_method_is_a_stop_not_a_crash(budget):
+    """A budget spent while the recognizers close their start sets (before any method) is the
+    same deterministic stop as one spent inside a method (it escaped as an internal error)."""
+    a, b = parse('root ::= "a" root "b" | ""\n', "gbnf"), parse('root ::= "a" root "b" | "" | "ab"\n', "gbnf")
+    res = check_equivalence(a, b, Bounds(max_work=budget))
+    assert res.ok and res.stats["work_spent"] == "enumeration"
+    assert check_equivalence(a, b, Bounds(max_work=budget)).stats == {**res.stats, "seconds": ANY}
+
+
+@pytest.mark.parametrize("command", [("optimize", "-o"), ("verify",)])
+def test_the_cli_with_a_verify_work_of_one_exits_0_in_one_line(tmp_path, capsys, command):
+    """``--max-verify-work 1`` (``verify --max-work 1``): exit 0, the input written unchanged
+    (optimize), one line saying the budget was spent — never exit 70."""
+    src, out = ROOT / "examples" / "anbn_g2.ebnf", tmp_path / "out.ebnf"
+    if command[0] == "optimize":
+        argv = ("optimize", src, "-o", out, "--target", "generic", "--max-verify-work", "1")
+    else:
+        argv = ("verify", src, ROOT / "examples" / "anbn_g1.ebnf", "--max-work", "1")
+    assert run(*argv) == 0
+    err = capsys.readouterr()
+    if command[0] == "optimize":
+        assert out.read_bytes() == src.read_bytes()
+        assert err.err.strip().count("\n") == 0 and "work budget (1 Earley steps) was spent" in err.err
+    else:
+        assert "before the work budget ran out" in err.out + err.err
 
 
 @pytest.mark.slow

@@ -141,7 +141,12 @@ def _methods(original: Grammar, candidate: Grammar, bounds: Bounds, methods, bud
              letters: tuple = ()) -> VerifyResult:
     """Each method in turn on one pair of grammars, until a difference or the budget's end."""
     stats: dict = {}
-    a, b = recognizers(original, candidate, budget, letters)
+    try:
+        a, b = recognizers(original, candidate, budget, letters)
+    except WorkBudgetSpent:  # spent closing the start sets, before any method: the same stop, deterministically
+        first = next(iter(methods), "recognizers")
+        return VerifyResult(True, None, {first: {"work_spent": True, "exact": False, "bound_met": False},
+                                         "work_spent": first})
     try:
         for name in methods:
             try:
@@ -153,7 +158,11 @@ def _methods(original: Grammar, candidate: Grammar, bounds: Bounds, methods, bud
             if stats[name].get("safety_limit"):
                 stats["safety_limit"] = name  # the verdict is not to be trusted: the caller refuses
             if cex is not None:
-                return VerifyResult(False, confirm(a, b, cex), stats)
+                try:
+                    return VerifyResult(False, confirm(a, b, cex), stats)
+                except WorkBudgetSpent:  # the difference not yet confirmed: a spent budget, not a verdict
+                    stats["work_spent"] = name
+                    break
     finally:
         a.release()
         b.release()
@@ -168,10 +177,15 @@ def _spelled_back(original: Grammar, candidate: Grammar, ab: Abstraction, cex: C
     data = concrete_text(ab, cex.data)
     if data is None:
         return None
-    a, b = recognizers(original, candidate, budget)
+    try:
+        a, b = recognizers(original, candidate, budget)
+    except WorkBudgetSpent:  # undecided here: the full check meets the spent budget and says so
+        return None
     try:
         judge = (lambda r: r.accepts(data)) if cex.kind == "string" else (lambda r: r.is_viable_prefix(data))
         verdict = (judge(a), judge(b))
+    except WorkBudgetSpent:
+        return None
     finally:
         a.release()
         b.release()
