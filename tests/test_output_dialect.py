@@ -79,3 +79,26 @@ def test_folder_output_follows_the_target(src, tmp_path, capsys):
     assert "(=" in (tmp_path / "out" / "a.ebnf").read_text(encoding="utf-8")
     assert main(["optimize", str(folder), "-o", str(tmp_path / "gen"), "-j", "1"]) == 0
     assert (tmp_path / "gen" / "a.gbnf").exists()
+
+
+LARK_INPUT = 'start: item+\nitem: "a" | "b" "c"\n'
+
+
+@pytest.mark.parametrize("target,warned", [("xgrammar", True), ("llama.cpp", True), ("llguidance", False),
+                                           ("generic", False)])
+def test_a_lark_input_for_an_engine_without_lark_is_written_as_lark_with_a_warning(tmp_path, target, warned):
+    """xgrammar and llama.cpp load no Lark: the output stays Lark (converting would change the
+    bytes of every Lark corpus output for them) and one warning line says so; a target whose
+    engine loads Lark (or no engine) writes it silently, and so does a Lark output asked for
+    (``--to lark``; a .lark output of a GBNF input: test_target_by_extension)."""
+    from gramopt.optimizer import Job, Options, run_job
+    src = tmp_path / "in.lark"
+    src.write_text(LARK_INPUT, encoding="utf-8")
+    out = run_job(Job(str(src), Options(target=target, fast=True), output=str(tmp_path / "out.lark")))
+    said = [w for w in out.result.report.warnings if "does not load" in w and "written as Lark" in w]
+    assert out.result.report.written_as == "lark"
+    assert len(said) == (1 if warned else 0)
+    if warned:
+        assert f"which {target} does not load" in said[0] and "\n" not in said[0]
+        asked = run_job(Job(str(src), Options(target=target, fast=True, to="lark"), output=str(tmp_path / "o.lark")))
+        assert not [w for w in asked.result.report.warnings if "does not load" in w]  # asked for: not warned

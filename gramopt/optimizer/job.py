@@ -169,6 +169,12 @@ def run_job(job: Job) -> Outcome:
     result.report.written_as = out_dialect
     if warning:
         result.report.warnings.append(warning)
+    # the input's dialect kept (no --to, no output extension naming another: e.g. a Lark input, or a
+    # batch's x.lark, for xgrammar), which the target's engine does not load
+    converting = to or dialect_of_extension(job.output) not in (None, dialect_of_extension(src))
+    unread = None if converting else targets.get(o.target).unread_warning(out_dialect)
+    if unread:
+        result.report.warnings.append(unread)
     text = write(out_grammar, out_dialect)
     subset = targets.get(o.target).lark_subset
     if token_atoms(out_dialect) and subset is not None:  # asked of the engine itself, when installed

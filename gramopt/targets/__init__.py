@@ -87,7 +87,9 @@ XGRAMMAR = Target(
     checked_in=("xgrammar",),
     # the assertions are what makes xgrammar's mask cache fast (llama.cpp JSON: ~650× p50);
     # only xgrammar EBNF can carry them
-    output_dialect="ebnf")
+    output_dialect="ebnf",
+    # xgrammar loads its EBNF and GBNF, not Lark or NLTK CFG (a Lark input is written as Lark: warned)
+    reads=("ebnf", "gbnf"))
 
 LLGUIDANCE = Target(
     "llguidance", "rules kept (its lexer's boundaries), regular parts regular, checked in "
@@ -128,7 +130,9 @@ LLAMA_CPP = Target(
     # benchmarks/results/reach-2026-11-25): it is kept only where llama.cpp's model prices it lower
     guard=llamacpp_guard(_llamacpp_fixed_up),
     checked_in=("llama.cpp",),
-    schema_converter="llama.cpp")
+    schema_converter="llama.cpp",
+    # llama.cpp loads GBNF (xgrammar EBNF without lookaheads reads as GBNF), not Lark or NLTK CFG
+    reads=("gbnf", "ebnf"))
 
 TARGETS: dict[str, Target] = {t.name: t for t in (PORTABLE, GENERIC, XGRAMMAR, LLGUIDANCE, LLAMA_CPP, EARLEY)}
 NAMES = tuple(TARGETS)

@@ -75,6 +75,9 @@ class Target:
     # checks what is written (the default target: GBNF, which every engine it names reads)
     schema_dialect: str | None = None
     lark_subset: object | None = None  # the Lark its engine loads, when it writes .lark (formats/lark_llguidance)
+    # the dialects its engine loads (empty: any gramopt writes); an output in another dialect is
+    # written as asked (or as the input's), with a warning (``unread_warning``)
+    reads: tuple[str, ...] = ()
     # the input without its redundancy (``transforms.registry.remove_redundancy``): a fallback
     # tried before the bare input when the passes' output is rejected (None: no such step)
     reduce: Callable[[Grammar], Grammar] | None = None
@@ -114,6 +117,16 @@ class Target:
                 if any(d.startswith("lookahead") for d in dropped) else "")
         return (f"{dialect} cannot carry the {', '.join(dropped)} of the optimized grammar (target "
                 f"{self.name}): {outcome}{hint}")
+
+    def unread_warning(self, dialect: str) -> str | None:
+        """What a user reads when the output is written, unasked, in a dialect this target's
+        engine does not load (a Lark input for xgrammar or llama.cpp: its lexer's terminals have
+        no form there, so gramopt keeps the input's dialect); None when it loads it."""
+        if not self.reads or dialect in self.reads:
+            return None
+        asked = " or ".join(DIALECT[d].display for d in self.reads)
+        return (f"written as {DIALECT[dialect].display if dialect in DIALECT else dialect}, which {self.name} does "
+                f"not load (it reads {asked}): convert it where its terminals allow (--to {self.reads[0]})")
 
     def apply_fixups(self, grammar: Grammar, notes: list | None = None, fired: dict | None = None) -> Grammar:
         """``grammar`` after this target's fix-ups, in order."""
