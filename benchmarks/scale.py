@@ -10,7 +10,8 @@ a binary tree, as in machine-written grammars; 92,000 rules is the issue's 6 MB 
 command runs in a child process (``python -m gramopt``) started from this parent, which
 imports nothing of gramopt, so the child's figures are its own: CPU time (user + system)
 and peak resident set come from ``wait4``'s rusage (``ru_maxrss``: the kernel's figure,
-not a sample). ``analyze`` does not depend on the target; it runs once per size. A run past
+not a sample); the machine's 1-minute load average as the run ends is printed beside them
+(wall time on a shared machine is mostly waiting for a core). ``analyze`` does not depend on the target; it runs once per size. A run past
 ``--timeout`` is killed and reported with exit -9. Prints one Markdown row per run; the
 issue's bounds (24: 10,000 rules analyzed and optimized in < 20 s and < 1 GB, 92,000 in
 < 3 minutes) are marked ``over`` where a run misses them.
@@ -83,8 +84,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     folder = args.keep or tempfile.mkdtemp(prefix="gramopt-scale-")
     os.makedirs(folder, exist_ok=True)
-    print("| N rules | bytes | stage | exit | wall s | CPU s | peak MB | |")
-    print("|---:|---:|---|---:|---:|---:|---:|---|")
+    print("| N rules | bytes | stage | exit | wall s | CPU s | peak MB | load 1-min | |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---|")
     for n in (int(x) for x in args.sizes.split(",")):
         path = os.path.join(folder, f"tree-{n}.gbnf")
         with open(path, "w", encoding="utf-8") as f:
@@ -92,7 +93,7 @@ def main(argv=None) -> int:
         for label, cmd in commands(path, args.targets.split(","), args.commands.split(","), args.extra):
             code, wall, cpu, peak = run(cmd, args.timeout)
             print(f"| {n} | {os.path.getsize(path)} | {label} | {code} | {wall:.1f} | {cpu:.1f} | {peak:.0f} "
-                  f"| {verdict(n, cpu, peak)} |", flush=True)
+                  f"| {os.getloadavg()[0]:.1f} | {verdict(n, cpu, peak)} |", flush=True)
     return 0
 
 

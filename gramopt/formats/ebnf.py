@@ -34,8 +34,12 @@ Escapes denote code points (a literal's language is their UTF-8 bytes): \\n \\r 
 \\[ \\] \\? \\/ \\a \\b \\f \\v \\e \\0 \\xN.. \\uNNNN \\UNNNNNNNN, and inside a class also
 \\^ \\$ \\. \\* \\+ \\( \\) \\{ \\} \\| \\-. A bare ``.`` is any code point. ``""`` and ``()`` are ε.
 
-The reader raises only ``GrammarError`` with a 1-based position, never recurses deeper than
-``MAX_NESTING`` parentheses, and keeps rule order, each rule's comments (``Rule.comment``:
+The reader raises only ``GrammarError`` with a 1-based position and reads nesting of any depth
+without recursion; a group or quantified item that would nest a rule body deeper than
+``MAX_BODY_DEPTH`` (= ``MAX_PASS_DEPTH``) becomes a rule of its own, ``<rule>-N`` after its rule
+(the same language), so every later stage walks bounded bodies and a body no deeper reads back
+as written — llama.cpp's JSON-schema converter writes ``maxLength: 160`` as 155 nested
+``(char (char ...)?)?``. It keeps rule order, each rule's comments (``Rule.comment``:
 the comment lines above it and its inline comments) and the file's header comment block
 (``Grammar.header``: the comments above the first rule when a blank line separates them).
 
@@ -54,14 +58,15 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 from .regex_macro import RegexMacroError, regex_to_expr
-from ..grammar import (depth, Alt, CharClass, Epsilon, Expr, Grammar, GrammarError, Literal, Native, Ref, Regex,
+from ..grammar import (MAX_PASS_DEPTH, depth, Alt, CharClass, Epsilon, Expr, Grammar, GrammarError, Literal, Native, Ref, Regex,
                        Repeat, Rule, Seq, SourcePos, Terminal, alt, rename_refs, seq)
 from ..grammar.tag_dispatch import TagDispatch, lower_tag_dispatch
 
 DIALECTS = ("gbnf", "ebnf")
 START = "root"
-MAX_NESTING = 100  # parentheses inside one rule; deeper input is rejected, never a RecursionError
-MAX_DEPTH = 200  # expression depth of one rule (parentheses and stacked quantifiers)
+MAX_NESTING = 100  # goebnf: brackets inside one production; deeper input is rejected, never a RecursionError
+MAX_DEPTH = 200  # expression depth of one rule read (goebnf; here only a macro's expansion can reach it)
+MAX_BODY_DEPTH = MAX_PASS_DEPTH  # a rule body read nests no deeper: deeper groups become rules (_Parser.lift)
 MAX_BOUND = 2**31 - 1  # xgrammar stores repetition bounds as int32
 
 _NAMES = {"gbnf": "GBNF", "ebnf": "xgrammar EBNF"}
@@ -536,6 +541,7 @@ class _Parser:
         self.k = 0
         self.refs: list[tuple[str, int]] = []  # (name, offset) of every reference, in order
         self.dispatches: list[tuple[str, str, TagDispatch]] = []  # (rule, placeholder, macro)
+        self.lifted: list[tuple[str, str, Expr, SourcePos]] = []  # (rule, placeholder, body, where)
         self.rule_name = ""
 
     @property
@@ -595,29 +601,58 @@ class _Parser:
                              f"{where.col}, got {self.describe()}")
         self.k += 1
 
-    def alternatives(self, depth: int) -> Expr:
-        items = [self.sequence(depth)]
-        while self.tok.kind == "|":
-            self.k += 1
-            items.append(self.sequence(depth))
-        return alt(*items)
+    def alternatives(self, level: int) -> Expr:
+        """``alts`` up to the token that ends it (``|``-separated sequences; ``level`` 0 is a
+        rule body, which a lookahead ``(=`` also ends, 1 a lookahead's inside). Read without
+        recursion: ``open_`` holds the groups ``(`` opened and not yet closed, so nesting
+        costs a list entry, not a Python frame. No expression read is deeper than
+        ``MAX_BODY_DEPTH``: what would be is lifted into a rule of its own (``lift``), and
+        an expression no deeper is read as it is (so a grammar gramopt wrote reads back
+        equal)."""
+        open_: list[_Group] = [_Group(None)]
+        while True:
+            group, kind = open_[-1], self.tok.kind
+            if kind == "(":
+                open_.append(_Group(self.tok))
+                self.k += 1
+            elif kind == "|":
+                group.end_alternative()
+                self.k += 1
+            elif kind in (("|", ")", "(=", "eof") if level + len(open_) == 1 else ("|", ")", "eof")) \
+                    or self.at_rule_start():
+                if len(open_) == 1:
+                    return group.close(self.lift)[0]
+                self.close(group.open)
+                open_.pop()
+                open_[-1].add(*self.postfix(*group.close(self.lift), group.open))
+            else:
+                tok = self.tok
+                expr = self.atom()
+                macro = tok.kind == "expr"  # a macro's expansion, kept whole unless quantified (Rule.native)
+                lifts = not macro or self.tok.kind in _QUANTIFIERS
+                open_[-1].add(*self.postfix(expr, _depth(expr) if macro else 1, tok), lifts=lifts)
 
-    def sequence(self, depth: int) -> Expr:
-        items: list[Expr] = []
-        stop = ("|", ")", "(=", "eof") if depth == 0 else ("|", ")", "eof")
-        while self.tok.kind not in stop and not self.at_rule_start():
-            items.append(self.postfix(depth))
-        return seq(*items)
-
-    def postfix(self, depth: int) -> Expr:
-        expr = self.atom(depth)
-        while self.tok.kind in ("*", "+", "?", "{}"):
+    def postfix(self, expr: Expr, d: int, at: Token) -> tuple[Expr, int, Token]:
+        """``expr`` (``d`` deep, read at ``at``) with the quantifiers that follow it, its
+        depth and ``at``; the item of a quantifier that would nest deeper than
+        ``MAX_BODY_DEPTH`` is lifted first."""
+        while self.tok.kind in _QUANTIFIERS:
             lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}.get(self.tok.kind) or self.tok.value
-            expr = Repeat(expr, lo, hi)
+            if d >= MAX_BODY_DEPTH:
+                expr, d = self.lift(expr, at), 1
+            expr, d = Repeat(expr, lo, hi), d + 1
             self.k += 1
-        return expr
+        return expr, d, at
 
-    def atom(self, depth: int) -> Expr:
+    def lift(self, expr: Expr, at: Token) -> Ref:
+        """A reference to a new rule whose body is ``expr`` (the same language: a rule means
+        its body), named after the rule being read once every name is known
+        (``place_lifted``)."""
+        placeholder = f"{self.rule_name}\0nest\0{len(self.lifted)}"
+        self.lifted.append((self.rule_name, placeholder, expr, self.src.pos(at.at)))
+        return Ref(placeholder)
+
+    def atom(self) -> Expr:
         tok = self.tok
         if tok.kind == "string":
             self.k += 1
@@ -632,13 +667,6 @@ class _Parser:
             self.refs.append((str(tok.value), tok.at))
             self.k += 1
             return Ref(str(tok.value))
-        if tok.kind == "(":
-            if depth >= MAX_NESTING:
-                raise self.error(f"parentheses nested more than {MAX_NESTING} levels deep")
-            self.k += 1
-            expr = self.alternatives(depth + 1)
-            self.close(tok)
-            return expr
         if tok.kind == "tagdispatch":
             td, refs = tok.value
             self.refs.extend(refs)
@@ -665,6 +693,80 @@ class _Parser:
 _depth = depth
 
 
+_QUANTIFIERS = ("*", "+", "?", "{}")
+
+
+class _Group:
+    """An open group while ``alternatives`` reads it: the ``(`` that opened it (None for
+    the whole body), its finished alternatives and the items of the current one, each as
+    (expression, depth, token read at, whether it may be lifted)."""
+
+    __slots__ = ("open", "alts", "items")
+
+    def __init__(self, open_: Token | None):
+        self.open = open_
+        self.alts: list[list[tuple[Expr, int, Token, bool]]] = []
+        self.items: list[tuple[Expr, int, Token, bool]] = []
+
+    def add(self, expr: Expr, d: int, at: Token, lifts: bool = True) -> None:
+        self.items.append((expr, d, at, lifts))
+
+    def end_alternative(self) -> None:
+        self.alts.append(self.items)
+        self.items = []
+
+    def close(self, lift) -> tuple[Expr, int]:
+        """The group's expression and depth. Deeper than ``MAX_BODY_DEPTH``: its items more
+        than ``MAX_BODY_DEPTH - 2`` deep become ``lift(item, at)`` first (a sequence and an
+        alternation may wrap them), which leaves it at most that deep."""
+        self.end_alternative()
+        joined = _joined(alt, Alt, [_joined(seq, Seq, [(e, d) for e, d, _, _ in items]) for items in self.alts])
+        if joined[1] <= MAX_BODY_DEPTH:
+            return joined
+        alts = [[(lift(e, at), 1) if lifts and d > MAX_BODY_DEPTH - 2 else (e, d) for e, d, at, lifts in items]
+                for items in self.alts]
+        return _joined(alt, Alt, [_joined(seq, Seq, items) for items in alts])
+
+
+def _joined(build, kind: type, pairs: list[tuple[Expr, int]]) -> tuple[Expr, int]:
+    """``build(*exprs)`` (``seq`` or ``alt``, whose node is ``kind``) and its exact depth
+    from the parts' depths: a part of the same kind is spliced (its items are one level
+    less deep), ε is dropped from a sequence, a single part is returned as it is."""
+    expr = build(*(e for e, _ in pairs))
+    if not isinstance(expr, kind):  # ε, or one part unwrapped
+        return expr, next((d for e, d in pairs if e is expr), 1)
+    inner = max((d - 1 if isinstance(e, kind) else d) for e, d in pairs
+                if not (kind is Seq and isinstance(e, Epsilon)))
+    return expr, 1 + inner
+
+
+def place_lifted(rules: list[Rule], lifted: list[tuple[str, str, Expr, SourcePos]]) -> list[Rule]:
+    """``rules`` with each lifted group (``_Parser.lift``) as a rule of its own, named
+    ``<rule>-N`` (the first N free, numbered from the outermost group) and placed after the
+    rule it was read in; its placeholder references renamed. Same language: each
+    placeholder stood for exactly that body."""
+    taken = {r.name for r in rules}
+    by_owner: dict[str, list[tuple[str, Expr, SourcePos]]] = {}
+    for owner, ph, body, where in lifted:
+        by_owner.setdefault(owner, []).append((ph, body, where))
+    mapping: dict[str, str] = {}
+    for owner, groups in by_owner.items():
+        n = 0
+        for ph, _, _ in reversed(groups):  # the outermost group was lifted last
+            n += 1
+            while f"{owner}-{n}" in taken:
+                n += 1
+            mapping[ph] = f"{owner}-{n}"
+            taken.add(mapping[ph])
+    out: list[Rule] = []
+    for r in rules:
+        out.append(replace(r, body=rename_refs(r.body, mapping),
+                           lookahead=None if r.lookahead is None else rename_refs(r.lookahead, mapping)))
+        out.extend(Rule(mapping[ph], rename_refs(body, mapping), pos=where)
+                   for ph, body, where in reversed(by_owner.get(r.name, ())))
+    return out
+
+
 # ================================================================ reading
 
 
@@ -688,6 +790,8 @@ def parse_ebnf(text: str, dialect: str = "ebnf") -> Grammar:
     header, notes = attach_comments(comments, spans)
     rules = [replace(r, comment=c) for r, c in zip(rules, notes)]
     check_names(rules, parser.refs, src)
+    if parser.lifted:
+        rules = place_lifted(rules, parser.lifted)
     if parser.dispatches:
         rules = _lower_dispatches(rules, parser.dispatches)
     return Grammar(tuple(rules), START, dialect=dialect, header=header).check()

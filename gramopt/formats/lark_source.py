@@ -20,6 +20,7 @@ from lark import Token, Tree
 from lark.exceptions import LarkError, UnexpectedInput
 
 from ..grammar import GrammarError, SourcePos
+from .ebnf import MAX_NESTING
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,10 @@ def parse_statements(text: str) -> list[Statement]:
         raise GrammarError(f"lark: {_first_line(e)}") from None
     out: list[Statement] = []
     for stmt in tree.children:
-        toks = [t for t in stmt.scan_values(lambda v: isinstance(v, Token))]
+        toks, too_deep = _tokens(stmt)
+        if too_deep is not None:
+            raise GrammarError(f"parentheses nested more than {MAX_NESTING} levels deep",
+                               SourcePos(too_deep.line, too_deep.column))
         if not toks:  # "%ignore" with nothing after it: lark keeps no token to place it
             raise GrammarError(f"%{stmt.data} needs an argument", _keyword_pos(text, stmt.data, out))
         first = min(toks, key=lambda t: t.start_pos or 0)
@@ -55,6 +59,26 @@ def parse_statements(text: str) -> list[Statement]:
         out.append(Statement(stmt.data, stmt, SourcePos(first.line, first.column), first.start_pos,
                              last.end_pos, last.end_line))
     return out
+
+
+def _tokens(stmt: Tree) -> tuple[list[Token], Token | None]:
+    """The tokens of one statement's tree and the first (in source order) that sits inside
+    more than ``MAX_NESTING`` groups (``(...)``, ``[...]``: an ``expansions`` node below the
+    definition's own), or None; found without recursion, so a statement nested any depth
+    is refused with its place rather than a RecursionError in lark's tree walks or ours."""
+    toks: list[Token] = []
+    too_deep: Token | None = None
+    stack: list[tuple[object, int]] = [(stmt, -1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, Token):
+            toks.append(node)
+            if level > MAX_NESTING and (too_deep is None or node.start_pos < too_deep.start_pos):
+                too_deep = node
+        elif isinstance(node, Tree):
+            inner = level + (node.data == "expansions")
+            stack.extend((c, inner) for c in node.children)
+    return toks, too_deep
 
 
 def _keyword_pos(text: str, keyword: str, before: list[Statement]) -> SourcePos:

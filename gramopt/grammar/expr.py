@@ -237,9 +237,10 @@ def walk(expr: Expr) -> Iterator[Expr]:
             extend(reversed(kids))
 
 
-# Passes never build a rule body nested deeper than this (``depth``): readers accept 100
-# levels of parentheses (``formats.ebnf.MAX_NESTING``), so whatever gramopt writes it reads
-# back, and every recursive walk over an expression stays far below Python's stack limit.
+# Passes never build a rule body nested deeper than this (``depth``), and the GBNF/EBNF reader
+# lifts deeper groups into rules of their own (``formats.ebnf.MAX_BODY_DEPTH``; Lark and Go EBNF
+# refuse more than 100 levels of parentheses), so whatever gramopt writes it reads back, and
+# every recursive walk over an expression stays far below Python's stack limit.
 MAX_PASS_DEPTH = 48
 
 

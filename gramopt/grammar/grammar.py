@@ -46,12 +46,26 @@ class GrammarError(Exception):
             where += f":{self.pos.line}:{self.pos.col}"
         out = f"{where}: error: {self.message}"
         if self.source_line is not None and self.pos is not None:
-            shown = self.source_line.expandtabs(1)
-            out += f"\n  {shown}\n  {' ' * (self.pos.col - 1)}^"
+            shown, col = _excerpt(self.source_line.expandtabs(1), self.pos.col)
+            out += f"\n  {shown}\n  {' ' * (col - 1)}^"
         return out
 
     def __str__(self) -> str:
         return self.format()
+
+
+EXCERPT = 100  # characters of the source line shown under an error (a window around the column)
+
+
+def _excerpt(line: str, col: int) -> tuple[str, int]:
+    """``line`` cut to ``EXCERPT`` characters around 1-based ``col`` (``...`` marks a cut),
+    and the column of the same character in the cut line."""
+    if len(line) <= EXCERPT:
+        return line, col
+    start = max(0, min(col - 1 - EXCERPT // 2, len(line) - EXCERPT))
+    head = "..." if start else ""
+    tail = "..." if start + EXCERPT < len(line) else ""
+    return head + line[start:start + EXCERPT] + tail, col - start + len(head)
 
 
 @dataclass(frozen=True, slots=True)
