@@ -14,7 +14,7 @@ from corpus_location import CORPUS
 from gramopt import targets
 from gramopt.bench.obfuscate import obfuscate
 from gramopt.formats import parse, read
-from gramopt.grammar.analysis import nullable_rules
+from gramopt.grammar.analysis import nullable_rules, recursive_rules
 from gramopt.passes import optimize
 from gramopt.transforms.registry import remove_redundancy
 from gramopt.transforms.reshape.derived_lookaheads import derived_lookaheads, keep_derived_lookaheads
@@ -95,8 +95,7 @@ def test_differential_on_obfuscated_corpus_grammars(name, seed):
     kept, copied = keep_derived_lookaheads(obf, cleaned, "-")
     assert check_equivalence(obf, kept).ok
     names = {r.name for r in kept.rules} - set(copied)
-    from gramopt.transforms.reshape.derived_lookaheads import _recursive
-    assert (derived_lookaheads(obf) & names) - _recursive(kept) <= derived_lookaheads(kept)
+    assert (derived_lookaheads(obf) & names) - recursive_rules(kept) <= derived_lookaheads(kept)
 
 
 def test_the_default_target_names_no_nullable_shared_rule():

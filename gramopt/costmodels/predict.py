@@ -33,8 +33,8 @@ import math
 import os
 from dataclasses import dataclass
 
-from ..grammar import Alt, CharClass, Grammar, Literal, Ref, Repeat, refs, walk
-from ..grammar.analysis import _cyclic, nullable_rules, reachable_rules, recursive_references, structure
+from ..grammar import Alt, CharClass, Grammar, Literal, Ref, Repeat, walk
+from ..grammar.analysis import nullable_rules, reachable_rules, recursive_references, recursive_rules, structure
 
 SUPPORT_MARGIN = 2.0
 MODELS_DIR = os.path.join(os.path.dirname(__file__), "models")
@@ -58,7 +58,7 @@ def features(g: Grammar) -> dict:
     part = g if len(keep) == len(g.rules) else g.replace_rules([r for r in g.rules if r.name in keep])
     nullable = nullable_rules(part)
     s = structure(part)
-    recursive = {n for comp in _cyclic({r.name: refs(r.body) for r in part.rules}) for n in comp}
+    recursive = recursive_rules(part)
     f = dict.fromkeys(FEATURES, 0)
     f["kappa"], f["rules"] = kappa(part), len(part.rules)
     uses: dict = {}

@@ -244,6 +244,11 @@ def _cyclic(graph: dict[str, list[str]]) -> list[list[str]]:
     return comps
 
 
+def recursive_rules(grammar: Grammar) -> set[str]:
+    """The rules that reach themselves (members of a cyclic strongly connected component)."""
+    return {n for comp in _cyclic({r.name: _refs_in(r.body) for r in grammar.rules}) for n in comp}
+
+
 def recursive_references(grammar: Grammar) -> int:
     """How many references (occurrences, in rule bodies) point into their own rule's
     strongly connected component: the recursions an engine must run as rule calls rather

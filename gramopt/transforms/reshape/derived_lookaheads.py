@@ -33,7 +33,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...grammar import Alt, Grammar, Ref, Repeat, Rule, Seq, refs
+from ...grammar import Alt, Grammar, Ref, Repeat, Rule, Seq
+from ...grammar.analysis import recursive_rules
 
 _Place = tuple[int, tuple[int, ...]]  # (rule index, path of item indexes to the reference)
 
@@ -82,24 +83,6 @@ def derived_lookaheads(g: Grammar) -> set[str]:
             and len(occ[r.name][0]) == 1 and not occ[r.name][1]}
 
 
-def _recursive(g: Grammar) -> set[str]:
-    """Rules that reach themselves."""
-    graph = {r.name: set(refs(r.body)) for r in g.rules}
-    out = set()
-    for name in graph:
-        seen, todo = set(), list(graph[name])
-        while todo:
-            n = todo.pop()
-            if n == name:
-                out.add(name)
-                break
-            if n in seen or n not in graph:
-                continue
-            seen.add(n)
-            todo.extend(graph[n])
-    return out
-
-
 def _redirect(r: Rule, path: tuple[int, ...], name: str) -> Rule:
     """``r`` with the reference at ``path`` (as ``_occurrences`` records it) renamed ``name``."""
     def as_sequence(e, p):
@@ -134,7 +117,7 @@ def keep_derived_lookaheads(original: Grammar, output: Grammar, separator: str =
     """(``output`` with the derived lookaheads of ``original`` given back, what was done: the
     copies made, then ``-(= …) R`` for each rule whose written assertion was left out so that
     xgrammar derives its own again)."""
-    wanted = derived_lookaheads(original) - _recursive(output)
+    wanted = derived_lookaheads(original) - recursive_rules(output)
     if not wanted:
         return output, []
     budget = len(original.rules)
