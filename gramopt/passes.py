@@ -345,9 +345,9 @@ def _derived_lookaheads_kept(original: Grammar, out: Grammar, t: Target, reports
     ``transforms.reshape.derived_lookaheads``'); what was done is noted in the last pass report."""
     if not t.keeps_derived_lookaheads or out == original:
         return out
-    from .formats import DIALECT, EBNF
+    from .formats import dialect_record
     from .transforms.reshape.derived_lookaheads import keep_derived_lookaheads
-    kept, copied = keep_derived_lookaheads(original, out, DIALECT.get(out.dialect, DIALECT[EBNF]).name_separator)
+    kept, copied = keep_derived_lookaheads(original, out, dialect_record(out.dialect).name_separator)
     if copied and reports:
         reports[-1].notes.append(f"{t.name}: xgrammar's derived lookaheads kept ({len(copied)}: "
                                  f"{', '.join(copied[:4])}{', …' if len(copied) > 4 else ''})")

@@ -45,7 +45,7 @@ from typing import Callable
 from ..costmodels.calibration import engine_node_weights
 from ..costmodels.engine_shapes import CLEAR_GAIN, ENGINE_SHAPES, clearly_better_for, engine_costs, worse_for
 from ..costmodels.predict import ENGINES, DecisionModel, features
-from ..formats import DIALECT, EBNF
+from ..formats import dialect_record
 from ..grammar import Grammar
 from ..transforms.reshape.derived_lookaheads import keep_derived_lookaheads
 from .portable import fixup as portable_fixup, reduce as portable_reduce
@@ -123,8 +123,7 @@ def without_redundancy(g: Grammar) -> Grammar:
     reduced = portable_fixup(portable_reduce(g))
     if reduced == g:
         return reduced
-    sep = DIALECT.get(reduced.dialect, DIALECT[EBNF]).name_separator
-    return keep_derived_lookaheads(g, reduced, sep)[0]
+    return keep_derived_lookaheads(g, reduced, dialect_record(reduced.dialect).name_separator)[0]
 
 
 class PredictedGuard:
@@ -158,17 +157,15 @@ class PredictedGuard:
     def predictions(self, original: Grammar, candidate: Grammar, models: dict | None = None) -> dict:
         """engine -> predicted p95 ratio candidate / reference (< 1: faster)."""
         ref = self.baseline(original) if self.baseline is not None else original
-        a, b = features(ref), features(candidate)
-        return {e: math.exp(m.log_ratio(a, b)) for e, m in self.models(models).items()}
+        return _ratios(self.models(models), features(ref), features(candidate))
 
     def worse(self, original: Grammar, candidate: Grammar, models: dict | None = None) -> str | None:
         ref = self.baseline(original) if self.baseline is not None else original
         if candidate == ref:
             return None
-        pred = self.predictions(original, candidate, models)
-        ms = self.models(models)
-        a, b = features(ref), features(candidate)
-        known = {e for e in self.engines if ms[e].supports(a, b)}  # outside its data: no prediction
+        ms, a, b = self.models(models), features(ref), features(candidate)
+        pred = _ratios(ms, a, b)
+        known = {e for e, m in ms.items() if m.supports(a, b)}  # outside its data: no prediction
         noise = {e: max(SLOWER, m.noise) for e, m in ms.items()}
         slower = [e for e in self.engines if e in known and pred[e] > noise[e]]
         shown = ", ".join(f"{e} {pred[e]:.2f}×" if e in known else f"{e} outside its model's data"
@@ -176,6 +173,11 @@ class PredictedGuard:
         if slower:
             return f"predicted slower than {self.against} in {', '.join(slower)} ({shown})"
         return None
+
+
+def _ratios(models: dict, reference: dict, candidate: dict) -> dict:
+    """engine -> predicted p95 ratio of the candidate's features to the reference's."""
+    return {e: math.exp(m.log_ratio(reference, candidate)) for e, m in models.items()}
 
 
 def _is_decision_dir(path: str | None) -> bool:
