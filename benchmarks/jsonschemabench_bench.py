@@ -242,30 +242,14 @@ def _fill(m, buf, cpu):
     cpu.append((time.thread_time_ns() - c) * 1e-9)
 
 
-def _only(a: np.ndarray, b: np.ndarray, n: int, k: int = 24) -> tuple[list[int], list[int]]:
-    """Up to ``k`` token ids (spread over each set) allowed by ``a`` only and by ``b`` only."""
-    def allowed(row):
-        return np.nonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[:n])[0]
-    x, y = allowed(a), allowed(b)
-    ox, oy = np.setdiff1d(x, y), np.setdiff1d(y, x)
-    spread = lambda z: [int(t) for t in z[np.linspace(0, z.size - 1, min(k, z.size)).astype(int)]] if z.size else []  # noqa: E731
-    return spread(ox), spread(oy)
-
-
-def input_was_wrong(recognizer, vocab, prefix: list[int], only: tuple[list[int], list[int]]) -> bool:
+def input_was_wrong(recognizer, vocab, prefix: list[int], only: tuple[np.ndarray, np.ndarray]) -> bool:
     """Whether, after ``prefix`` (a prefix of a member of the language), the input's mask is the
-    engine's error and the output's the language's: every token the output alone allows is viable
-    there and none the input alone allows is (as ``gramopt.judge``'s check decides it)."""
+    engine's error and the output's the language's (``only``: the tokens each side alone allows),
+    by the judge's own criterion (``gramopt.judge.masks.input_mask_wrong``)."""
+    from gramopt.judge.masks import input_mask_wrong
     tb = vocab.token_bytes
     state = recognizer.run(b"".join(tb[t] for t in prefix))
-    if state is None:
-        return False
-
-    def viable(t: int) -> bool:
-        return recognizer.state_accepts(state) if t in vocab.eos_ids or not tb[t] else \
-            recognizer.run(tb[t], start=state) is not None
-    only_in, only_out = only
-    return all(viable(t) for t in only_out) and not any(viable(t) for t in only_in)
+    return state is not None and input_mask_wrong(recognizer, state, tb, set(vocab.eos_ids), *only)
 
 
 def step(loader, engine, forms, toks, eos, repeats):
@@ -297,7 +281,8 @@ def step(loader, engine, forms, toks, eos, repeats):
                     if diff[key] is None and alive[0] and alive[k] and not same_mask(bufs[0], bufs[k], n):
                         diff[key] = i
                         if key == "output":
-                            diff["only"] = _only(bufs[0], bufs[2], n)
+                            from gramopt.judge.masks import one_side_only
+                            diff["only"] = one_side_only(bufs[0], bufs[2], n)
             if t == eos and i == len(steps) - 1:
                 for k in range(len(forms)):
                     alive[k] = alive[k] and bool((bufs[k][t // 32] >> (t % 32)) & 1)

@@ -151,6 +151,29 @@ def _allowed(row: np.ndarray, n: int) -> np.ndarray:
     return np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[:n])
 
 
+def one_side_only(row_a: np.ndarray, row_b: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens ``row_a`` alone allows, tokens ``row_b`` alone allows), sorted ids among the first ``n``."""
+    a, b = _allowed(row_a, n), _allowed(row_b, n)
+    return np.setdiff1d(a, b), np.setdiff1d(b, a)
+
+
+def input_mask_wrong(rec, state, token_bytes, end, only_in: np.ndarray, only_cand: np.ndarray) -> bool:
+    """Whether, at the reference recognizer's ``state`` (after a prefix of the language), the
+    input's mask is the engine's error and the candidate's the language's: every token the
+    candidate alone allows is viable there and none the input alone allows is (``JUDGED`` of
+    each side, spread over it; an ``end`` token or an empty one asks whether the prefix is a
+    sentence)."""
+    def in_language(t: int) -> bool:
+        if t in end or not token_bytes[t]:
+            return rec.state_accepts(state)
+        return rec.run(token_bytes[t], start=state) is not None
+
+    def spread(xs: np.ndarray) -> np.ndarray:
+        return xs[np.linspace(0, xs.size - 1, min(JUDGED, xs.size)).astype(int)] if xs.size else xs
+    return (all(in_language(int(t)) for t in spread(only_cand))
+            and not any(in_language(int(t)) for t in spread(only_in)))
+
+
 @dataclass
 class _Path:
     """One trajectory of the input's trace: ``digests[j]`` the input's mask before step j,
@@ -321,31 +344,16 @@ class EngineCheck:
             m.accept(t)
         orig = np.zeros_like(self.row)
         m.fill(orig)
-        n = len(self.vocab)
-        a, b = _allowed(orig, n), _allowed(cand_row, n)
-        only_in, only_cand = np.setdiff1d(a, b), np.setdiff1d(b, a)
+        only_in, only_cand = one_side_only(orig, cand_row, len(self.vocab))
         tb = self.vocab.token_bytes
         diff = MaskDifference(self.engine, prefix, tuple(tb[t] for t in only_in[:SHOWN]),
                               tuple(tb[t] for t in only_cand[:SHOWN]), int(only_in.size), int(only_cand.size),
                               path.kind)
-        if state is not None and self._candidate_is_right(rec, state, only_in, only_cand):
+        if state is not None and input_mask_wrong(rec, state, tb, self.end, only_in, only_cand):
             self.input_errors.append(diff.describe())
             diff = None
         self._verdicts[key] = diff
         return diff
-
-    def _candidate_is_right(self, rec, state, only_in: np.ndarray, only_cand: np.ndarray) -> bool:
-        tb = self.vocab.token_bytes
-
-        def in_language(t: int) -> bool:
-            if t in self.end or not tb[t]:
-                return rec.state_accepts(state)
-            return rec.run(tb[t], start=state) is not None
-
-        def spread(xs: np.ndarray) -> np.ndarray:
-            return xs[np.linspace(0, xs.size - 1, min(JUDGED, xs.size)).astype(int)] if xs.size else xs
-        return (all(in_language(int(t)) for t in spread(only_cand))
-                and not any(in_language(int(t)) for t in spread(only_in)))
 
     def _reference(self):
         if self._recognizer is None and not token_atoms(self.original.dialect):
@@ -382,5 +390,5 @@ def difference(engine: str, original: Grammar, candidate: Grammar, steps: int, t
     return EngineCheck(engine, original, steps, texts, samples=samples).difference(candidate)
 
 
-__all__ = ["ENGINE_NAMES", "STEP_SHARE", "EngineCheck", "MaskDifference", "NotChecked", "difference",
-           "encode", "installed"]
+__all__ = ["ENGINE_NAMES", "STEP_SHARE", "EngineCheck", "MaskDifference", "NotChecked", "difference", "encode",
+           "input_mask_wrong", "installed", "one_side_only"]
