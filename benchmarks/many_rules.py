@@ -44,19 +44,20 @@ def many_rules(n: int, shape: str = "tree") -> str:
     return text.replace(" r0 ", " root ").replace(" r0)", " root)")
 
 
-def run(cmd: list[str], timeout: float) -> tuple[int, float, float]:
-    """(exit code, wall seconds, peak RSS MB) of ``python -m gramopt CMD`` (killed past
-    ``timeout``: exit -9)."""
+def run(argv: list[str], timeout: float) -> tuple[int, float, float, float]:
+    """(exit code, wall s, CPU s, peak RSS MB) of ``python -m gramopt ARGV`` in a child
+    process (killed past ``timeout``: exit -9); CPU (user + system) and peak resident set are
+    the child's own, from ``wait4``'s rusage."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "gramopt", *cmd], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-m", "gramopt", *argv], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env)
     timer = threading.Timer(timeout, proc.kill)
     timer.start()
     _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
     timer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, time.perf_counter() - t0, usage.ru_maxrss / 1024
+    return os.waitstatus_to_exitcode(status), wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main(argv=None) -> int:
@@ -78,7 +79,7 @@ def main(argv=None) -> int:
         for command in args.commands.split(","):
             cmd = ["analyze", path] if command == "analyze" else \
                 ["optimize", path, "-o", path + ".out", "--target", args.target]
-            code, wall, peak = run(cmd, args.timeout)
+            code, wall, _, peak = run(cmd, args.timeout)
             print(f"{command:9} {n:7} {os.path.getsize(path):9} {code:4} {wall:8.1f} {peak:8.0f} "
                   f"{1000 * wall / n:8.2f}", flush=True)
     return 0

@@ -21,35 +21,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from many_rules import many_rules  # noqa: E402  (a plain text generator: imports nothing of gramopt)
+from many_rules import many_rules, run  # noqa: E402  (a text generator and a child runner: import nothing of gramopt)
 
 BOUNDS = {10000: (20.0, 1024.0), 92000: (180.0, None)}
 """Issue 24's bounds per size: (seconds, peak MB or None)."""
-
-
-def run(argv: list[str], timeout: float) -> tuple[int, float, float, float]:
-    """(exit code, wall s, CPU s, peak RSS MB) of ``python -m gramopt ARGV`` in a child
-    process (killed past ``timeout``: exit -9)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "gramopt", *argv], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env)
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    timer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def verdict(n: int, cpu: float, peak: float) -> str:
