@@ -44,6 +44,15 @@ def test_tiktoken_file(tmp_path):
     assert v.token_bytes == [b"a", b" b", b"\xe2", b""] and v.eos_ids == (3,)
 
 
+
+def test_tiktoken_file_with_ranks_out_of_order_or_missing(tmp_path):
+    """The one-pass read is only for ranks 0, 1, … in order; any other file reads by rank,
+    a missing rank as an empty token."""
+    p = tmp_path / "x.tiktoken"
+    p.write_text("".join(f"{base64.b64encode(t).decode()} {i}\n" for i, t in [(2, b"c"), (0, b"a"), (4, b"e")]))
+    v = Vocab.from_file(str(p))
+    assert v.token_bytes == [b"a", b"", b"c", b"", b"e", b""] and v.eos_ids == (5,)
+
 def test_hf_tokenizer_json_byte_level_and_fallback(tmp_path):
     obj = {"model": {"type": "BPE", "vocab": {"a": 0, "Ġb": 1, "<0xE2>": 2, "Ã©": 3}},
            "pre_tokenizer": {"type": "ByteLevel"},

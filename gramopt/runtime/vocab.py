@@ -88,15 +88,7 @@ class Vocab:
             if eos_names is None and eos_ids is None:
                 eos_names, eos_ids = _configured_stops(os.path.dirname(os.path.abspath(path)), obj)
             return _from_hf_json(obj, eos_names, eos_ids, os.path.basename(path))
-        ranks: dict[int, bytes] = {}
-        decode = binascii.a2b_base64  # base64.b64decode without its wrapper: 0.26 -> 0.18 s for Qwen
-        for line in raw.splitlines():
-            parts = line.split()
-            if parts:
-                tok, rank = parts
-                ranks[int(rank)] = decode(tok)
-        n = max(ranks) + 1 if ranks else 0
-        tokens = [ranks.get(i, b"") for i in range(n)]
+        tokens = _tiktoken_ranks(raw)
         special = {}
         names = eos_names or ("<|endoftext|>",)
         if eos_ids is None:
@@ -127,6 +119,21 @@ class Vocab:
         if len(v.token_bytes) < n:  # ids past the json's (tokens added by the wrapper)
             v = Vocab(v.token_bytes + [b""] * (n - len(v.token_bytes)), v.eos_ids, v.special, v.name)
         return v
+
+
+def _tiktoken_ranks(raw: bytes) -> list[bytes]:
+    """Token bytes by rank from a tiktoken file's ``base64 rank`` lines (a rank missing from
+    the file is ``b""``). The common file lists ranks 0, 1, … in order: then the tokens are
+    its first column decoded in one pass (Qwen: 0.38 -> 0.18 s, a second process's start)."""
+    decode = binascii.a2b_base64  # base64.b64decode without its wrapper
+    words = raw.split()
+    if len(words) % 2:
+        raise ValueError("a tiktoken file has two fields a line")
+    if list(map(int, words[1::2])) == list(range(len(words) // 2)):
+        return list(map(decode, words[0::2]))
+    ranks = {int(r): decode(t) for t, r in zip(words[0::2], words[1::2])}
+    n = max(ranks) + 1 if ranks else 0
+    return [ranks.get(i, b"") for i in range(n)]
 
 
 def _configured_stops(folder: str, obj: dict) -> tuple[tuple[str, ...] | None, list[int] | None]:
