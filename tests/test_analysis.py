@@ -1,7 +1,7 @@
 """Structural analyses and ambiguity warnings on small grammars with known answers."""
 
 from gramopt.grammar import (CharClass, Epsilon, Grammar, Literal, Ref, Repeat, Rule, alt, seq)
-from gramopt.grammar.ambiguity import ambiguity_findings
+from gramopt.grammar.ambiguity import ambiguity_findings, self_concatenations
 from gramopt.grammar.analysis import first_sets, structure
 from gramopt import analyze
 
@@ -58,8 +58,10 @@ def test_ambiguity_forms():
     g4 = g(("S0", alt(Ref("S"), Epsilon())), ("S", alt(seq(Ref("S"), Ref("S")), a, b)))
     kinds = {(f.kind, f.rule) for f in ambiguity_findings(g4)}
     assert ("self-concat", "S") in kinds
+    assert self_concatenations(g4) == ["S"]
     e = g(("E", alt(seq(Ref("E"), plus, Ref("E")), Literal("1"))))
     assert [f.kind for f in ambiguity_findings(e)] == ["binary-operator", "overlap"]
+    assert self_concatenations(e) == []
     dup = g(("S", alt(a, b, a)))
     assert "duplicate" in {f.kind for f in ambiguity_findings(dup)}
     nul = g(("S", alt(Repeat(a, 0, 1), Repeat(b, 0, None))))

@@ -96,6 +96,16 @@ def test_xgrammar_lookahead_defect_is_caught_with_the_qwen_vocabulary(xgrammar):
     assert xgrammar.difference("xgrammar", ebnf(PLAIN), ebnf(PLAIN), steps=200) is None
 
 
+def test_xgrammar_is_not_asked_about_a_self_concatenation(xgrammar):
+    """X → X X: xgrammar's masks there take seconds from the third token on, so the check in
+    xgrammar would have no bound; it is a NotChecked naming the rule, not a slow verdict."""
+    selfcat = ebnf('root ::= [a-z]+ (" " rep)*\nrep ::= rep rep | [a-z]\n')
+    with pytest.raises(xgrammar.NotChecked, match=r"self-concatenation rep → rep rep"):
+        xgrammar.EngineCheck("xgrammar", selfcat, steps=10)
+    plain = ebnf('root ::= [a-z]+ (" " rep)*\nrep ::= [a-z] rep | [a-z]\n')
+    assert xgrammar.EngineCheck("xgrammar", plain, steps=10).difference(plain) is None
+
+
 def test_the_inputs_own_engine_error_is_not_held_against_the_candidate(xgrammar):
     # the other way round the candidate's masks are the language's: the input is xgrammar's error
     check = xgrammar.EngineCheck("xgrammar", ebnf(ASSERTED), steps=200)

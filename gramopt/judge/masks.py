@@ -30,6 +30,13 @@ Budget. ``steps``: mask comparisons per engine (work units: the same input gives
 verdict on any machine); each engine takes ``STEP_SHARE`` of it (llama.cpp's masks cost
 10-170 ms, a thousand times xgrammar's). Half goes to samples and sentences, the rest (and
 what they leave) to walks. The check can miss a difference, never invent one.
+
+Not asked. xgrammar (0.2.8) is not asked about an input with a self-concatenation X → X X
+(``grammar.ambiguity.self_concatenations``): its mask time there grows with every byte read
+and no step budget bounds the check (an obfuscated corpus grammar, ``rep ::= rep rep | c``:
+0.2 s for the first mask, 2.7 s at the third token, 12 s at the seventh; its left-recursion-free
+form ``rep ::= c rep*`` twice that). It is a ``NotChecked``: the other engines and the language
+check judge the candidate, and the report names why xgrammar did not.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..grammar import Grammar
+from ..grammar.ambiguity import self_concatenations
 from ..grammar.dialects import token_atoms
 from .trajectories import WALK_TOKENS, TokenGroups, Walker, first_bytes, interleave, sentences, token_paths
 
@@ -193,6 +201,10 @@ class EngineCheck:
                  seed: int = 0, samples: tuple[bytes, ...] = ()):
         if not installed(engine):
             raise NotChecked(f"{engine} is not installed")
+        costly = self_concatenations(original) if engine == "xgrammar" else []
+        if costly:
+            raise NotChecked(f"xgrammar is not asked: the input's self-concatenation {costly[0]} → "
+                             f"{costly[0]} {costly[0]} makes its masks take seconds each")
         self.engine, self.original, self.seed = engine, original, seed
         self.steps = max(1, int(steps * STEP_SHARE[engine])) if steps > 0 else 0
         self.adapter = _adapter(engine)
