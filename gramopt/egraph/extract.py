@@ -24,7 +24,11 @@ extractor emits is guarded: no new nullable or unguarded cycle, and X ::= X X ca
 chosen for the class of a* without a base case finalized first.
 
 Emission names every rule class, and also every anonymous class that closes a cycle of
-anonymous classes (a fresh name), so inline expansion terminates.
+anonymous classes (a fresh name), so inline expansion terminates. A fresh name for a class
+used in several places (``_name_shared``) is a choice of form only; a target can rule it out
+for nullable classes (xgrammar predicts every use of a nullable rule) and for classes that
+would be llguidance lexemes (its greedy lexer reads a leaf rule as one lexeme, the inline
+copies as several).
 
 A pinned rule (``Rule.pinned``; lowered as an opaque atom, ``lower.py``) is written back as it
 was, its references renamed to the surviving rule of their class, and the rules it names are
@@ -144,12 +148,18 @@ class Extractor:
     ``left_recursion=False``: a forward reference only after a non-nullable item (no left
     recursion is emitted; llama.cpp rejects it). ``name_nullable=False``: an anonymous class
     whose language holds ε is never given a rule of its own for being used in several places
-    (``_name_shared``); it stays inline at each use, as the input wrote it."""
+    (``_name_shared``); it stays inline at each use, as the input wrote it.
+    ``name_lexemes=False``: nor is an anonymous class whose written form would make that rule
+    one llguidance lexeme (``_lexeme_classes``)."""
 
     def __init__(self, eg: GrammarEGraph, *, recursion_penalty: float = 0.0, left_recursion: bool = True,
-                 lam: float = 1.0, weights: dict | None = None, name_nullable: bool = True):
+                 lam: float = 1.0, weights: dict | None = None, name_nullable: bool = True,
+                 name_lexemes: bool = True):
         self.eg = eg
         self.name_nullable = name_nullable
+        # Lark's rules stay parser rules in llguidance (its terminals are the atoms): only the
+        # GBNF family's leaf rules become lexemes
+        self.name_lexemes = name_lexemes or token_atoms(eg.grammar.dialect)
         self.snap: Snapshot = eg.snapshot()
         self.left_recursion = left_recursion
         self.costfn = NodeCost(token_atoms(eg.grammar.dialect), eg.atoms, recursion_penalty, lam, weights)
@@ -321,13 +331,44 @@ class Extractor:
                     state[d] = 1
                     stack.append((d, iter(choice[d].children)))
 
+    def _lexeme_classes(self, choice, needed: list[int]) -> set[int]:
+        """The needed classes whose chosen form reaches only atoms, ε and such classes (a
+        least fixpoint; never the start class): what llguidance's GBNF reader
+        (``gbnf_to_lark.resolve``) turns into one Lark terminal when it is a rule. Its lexer is
+        greedy, so one lexeme where the input wrote several changes which bytes it allows:
+        ``"[" [ ]* "]"`` named as a rule beside ``"[" [ ]* item …`` holds the longer lexeme
+        after ``[ `` and refuses the ``"`` of an item (Github_hard---o21157). The fixpoint is
+        by children counts, so it is linear in the chosen nodes."""
+        start = self.snap.of_name.get(self.eg.grammar.start)
+        waiting: dict[int, int] = {}
+        parents: dict[int, list[int]] = {}
+        for c in needed:
+            kids = set(choice[c].children)
+            waiting[c] = len(kids)
+            for d in kids:
+                parents.setdefault(d, []).append(c)
+        ready = [c for c in needed if waiting[c] == 0 and c != start]
+        out: set[int] = set()
+        while ready:
+            c = ready.pop()
+            if c in out:
+                continue
+            out.add(c)
+            for p in parents.get(c, ()):
+                waiting[p] -= 1
+                if waiting[p] == 0 and p != start:
+                    ready.append(p)
+        return out
+
     def _name_shared(self, choice, cost, name_of) -> None:
         """Give a rule name to an anonymous class used in several places when κ says a
         rule is cheaper than the copies (u uses: u·c inline against the definition + 2
         entry/exit states + u references), by a margin, so that clean grammars keep their
-        shape; a nullable class only when ``name_nullable``. Naming changes no language: a
-        reference and the inlined copy are one class."""
+        shape; a nullable class only when ``name_nullable``, a class llguidance would read as
+        one lexeme (``_lexeme_classes``) only when ``name_lexemes``. Naming changes no
+        language: a reference and the inlined copy are one class."""
         needed = self._needed(choice)
+        lexemes = set() if self.name_lexemes else self._lexeme_classes(choice, needed)
         uses: dict[int, int] = {}
         parent: dict[int, int] = {}
         for c in needed:
@@ -338,7 +379,7 @@ class Extractor:
         taken = set(self.snap.of_name)
         for d in needed:
             u = uses.get(d, 0)
-            if u < 2 or d in name_of or (not self.name_nullable and d in self.nullable):
+            if u < 2 or d in name_of or (not self.name_nullable and d in self.nullable) or d in lexemes:
                 continue
             kind = choice[d].kind
             if kind in ("Tok", "Eps"):

@@ -39,6 +39,10 @@ PORTABLE = Target(
     # predicted and completed), and llguidance lexes such a rule greedily (a mask difference the
     # engine check caught); left inline where the input wrote it
     names_nullable=False,
+    # `"[" [ \t\n\r]* "]"` (an empty array) named as one shared rule: llguidance lexes such a
+    # leaf rule as one greedy lexeme and, after `[ `, refused the `"` of a string in the array
+    # beside it (129 tokens, Github_hard---o21157); left inline where the input wrote it
+    names_lexemes=False,
     # a property rule that xgrammar's converter wrote once per use, merged with its copies:
     # xgrammar derives no lookahead for a rule used twice, 1.4-2x slower at p95 on 3 schemas
     keeps_derived_lookaheads=True,
@@ -101,6 +105,8 @@ LLGUIDANCE = Target(
     calibrated_engine="llguidance",
     # its greedy lexer can accept less than the language, depending on which rules it lexes
     checked_in=("llguidance",),
+    # a shared leaf expression named as a rule becomes one lexeme (the portable target's reason)
+    names_lexemes=False,
     # llguidance's own JsonCompiler prints no grammar: llama.cpp's converter writes GBNF it reads
     schema_converter="llama.cpp",
     # llama-cpp-python is a source build: without it, xgrammar's converter written as GBNF

@@ -48,7 +48,11 @@ class Target:
     input's in each of them that is installed (``gramopt.judge``). ``calibrated_engine``: the engine whose fitted node
     weights (``gramopt calibrate``) the extractor may use. ``names_nullable``: whether the
     extractor may give a nullable expression used in several places a rule of its own
-    (``Extractor(name_nullable=...)``). ``keeps_derived_lookaheads``: a rule the input used at
+    (``Extractor(name_nullable=...)``). ``names_lexemes``: whether it may give one a rule of
+    its own when that rule would be a leaf in llguidance's sense (only atoms and such rules:
+    ``Extractor(name_lexemes=...)``); llguidance lexes a leaf rule as one greedy lexeme and the
+    inline copies as several, so the name changes what it accepts (False wherever
+    ``checked_in`` names llguidance). ``keeps_derived_lookaheads``: a rule the input used at
     one place stays used at one place, so xgrammar still derives its lookahead assertion
     (``transforms.reshape.derived_lookaheads``). ``output_dialect``: the dialect
     that carries what the fix-ups add (xgrammar's lookahead assertions need xgrammar EBNF);
@@ -63,6 +67,7 @@ class Target:
     left_recursion: bool = True
     calibrated_engine: str | None = None
     names_nullable: bool = True
+    names_lexemes: bool = True
     keeps_derived_lookaheads: bool = False
     fixups: tuple[tuple[str, Fixup], ...] = ()
     checked_in: tuple[str, ...] = ()

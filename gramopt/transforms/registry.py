@@ -239,7 +239,8 @@ def _egraph_pass(families: list[str] | None) -> PassFn:
             ex = Extractor(eg, recursion_penalty=t.recursion_penalty if t is not None else 0.0,
                            left_recursion=t.left_recursion if t is not None else True,
                            weights=cost_model_used(t, ctx.cost_model)[0],
-                           name_nullable=t.names_nullable if t is not None else True).extract()
+                           name_nullable=t.names_nullable if t is not None else True,
+                           name_lexemes=t.names_lexemes if t is not None else True).extract()
         except ExtractionError as e:
             rep.notes.append(f"extraction failed ({e}); input kept")
             return g

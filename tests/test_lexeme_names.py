@@ -1,0 +1,101 @@
+"""The extractor names no shared expression that llguidance would read as one lexeme where the
+input wrote it inline (``Target.names_lexemes``, ``Extractor(name_lexemes=False)``): its
+GBNF reader turns a leaf rule into one greedy lexeme, and ``"[" [ ]* "]"`` named beside
+``"[" [ ]* item …`` made it refuse ``"`` after ``[ `` (Github_hard---o21157, 129 Qwen tokens)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gramopt import targets
+from gramopt.formats import parse
+from gramopt.grammar import Ref, walk
+from gramopt.passes import optimize
+
+# three arrays that share the empty-array alternative; item and num are not regular (parser
+# rules in llguidance, so the arrays are too)
+ARRAYS = r'''root ::= "{" a "," b "," c "}"
+a ::= "[" [ ]* item ("," item)* [ ]* "]" | "[" [ ]* "]"
+b ::= "[" [ ]* num ("," num)* [ ]* "]" | "[" [ ]* "]"
+c ::= "[" [ ]* a ("," a)* [ ]* "]" | "[" [ ]* "]"
+item ::= "<" item ">" | "0"
+num ::= "(" num ")" | [1-9]
+'''
+
+# the o21157 shape, minimal: the empty array as a rule of its own (what the extractor wrote)
+INLINE = r'''root ::= "x" arr
+arr ::= "[" [ ]* item ("," item)* [ ]* "]" | "[" [ ]* "]"
+item ::= "\"" chars
+chars ::= "\"" | [a-z] chars
+'''
+NAMED = INLINE.replace('| "[" [ ]* "]"', "| empty") + 'empty ::= "[" [ ]* "]"\n'
+
+
+def _portable(**changes):
+    return dataclasses.replace(targets.get("portable"), guard=None, checked_in=(), **changes)
+
+
+def _new_rules(original, out) -> set[str]:
+    return {r.name for r in out.rules} - {r.name for r in original.rules}
+
+
+def _leaf(out, name: str) -> bool:
+    return not any(isinstance(e, Ref) for e in walk(out.rule_map[name].body))
+
+
+@pytest.mark.parametrize("target", ["portable", "llguidance"])
+def test_targets_checked_in_llguidance_name_no_lexemes(target):
+    t = targets.get(target)
+    assert "llguidance" in t.checked_in and not t.names_lexemes
+
+
+def test_no_target_checked_in_llguidance_names_lexemes():
+    for t in targets.TARGETS.values():
+        assert "llguidance" not in t.checked_in or not t.names_lexemes, t.name
+
+
+def test_the_shared_empty_array_stays_inline_under_the_default_target():
+    """start ⇒ goal: each array keeps `"[" [ ]* "]"` written inline; with names_lexemes the
+    same extraction names it as one leaf rule (the check can fail)."""
+    g = parse(ARRAYS, "gbnf")
+    out = optimize(g, target=_portable(), verify=False).grammar
+    assert not any(_leaf(out, n) for n in _new_rules(g, out))
+    for name in ("a", "b", "c"):
+        assert 'empty' not in str(out.rule_map[name].body)
+    named = optimize(g, target=_portable(names_lexemes=True), verify=False).grammar
+    assert any(_leaf(named, n) for n in _new_rules(g, named)), "the extractor names it without the field"
+
+
+def test_a_shared_expression_with_a_parser_rule_may_still_be_named():
+    """Only leaves are kept inline: a shared sequence that references a rule which is not
+    regular is a parser rule in llguidance, and the default target may still name it."""
+    text = ('root ::= "{" a "," a2 "," a3 "}"\n'
+            + "".join(f'{n} ::= "<" [ ]* num [ ]* "," [ ]* num [ ]* ">" | "{n}"\n' for n in ("a", "a2", "a3"))
+            + 'num ::= "(" num ")" | "0"\n')  # not regular: a parser rule in llguidance
+    g = parse(text, "gbnf")
+    out = optimize(g, target=_portable(), verify=False).grammar
+    assert _new_rules(g, out) and not any(_leaf(out, n) for n in _new_rules(g, out))
+
+
+
+
+def test_llguidance_lexes_the_named_empty_array_differently():
+    """Stepped in llguidance byte by byte: the named empty array refuses `"` after `x[ `,
+    the inline one allows it (the engine behaviour the field guards against)."""
+    pytest.importorskip("llguidance")
+    from gramopt.engines.llguidance import engine_difference
+    d = engine_difference(parse(INLINE, "gbnf"), parse(NAMED, "gbnf"), texts=[b'x[ "a"]'])
+    assert d is not None and d.prefix == b"x[ " and d.only_original == [ord('"')]
+
+
+def test_the_default_targets_output_steps_like_its_input_in_llguidance():
+    pytest.importorskip("llguidance")
+    from gramopt.engines.llguidance import engine_difference
+    g = parse(ARRAYS, "gbnf")
+    out = optimize(g, target=_portable(), verify=False).grammar
+    texts = [b'{[ <0>],[ 1],[ [ 0]]}', b'{[],[ ],[ [] ]}']
+    assert engine_difference(g, out, texts=texts) is None
+    named = optimize(g, target=_portable(names_lexemes=True), verify=False).grammar
+    assert engine_difference(g, named, texts=texts) is not None
