@@ -305,8 +305,8 @@ class EngineCheck:
     def _difference(self, candidate: Grammar) -> MaskDifference | None:
         if self.engine == "llguidance":
             if self._byte_texts is None and not token_atoms(self.original.dialect):
-                from ..engines.llguidance import BYTE_SENTENCES, sentences as byte_sentences
-                self._byte_texts = byte_sentences(self.original, BYTE_SENTENCES, 0)
+                from .trajectories import byte_sentences
+                self._byte_texts = byte_sentences(self.original)
             found = _byte_vocabulary_difference(self.original, candidate, self._byte_texts)
             if found is not None:
                 return found

@@ -2,6 +2,8 @@
 and the candidate's masks are compared.
 
     sentences(grammar, n, seed) -> list[bytes]       sentences derived at random from the input
+    covering_texts(grammar, max_bytes) -> list[bytes]  every alternative at every place, in a budget
+    byte_sentences(grammar) -> list[bytes]           what llguidance's byte-vocabulary check follows
     token_paths(texts, encode, max_tokens, end) -> list[tuple[int, ...]]
     Walker(TokenGroups(first_bytes(tokens)), end_ids, seed).choose(allowed) -> int | None
                                                      one seeded step of a walk
@@ -37,6 +39,8 @@ SENTENCES = 24           # sentences derived from the input per check
 SENTENCE_DEPTH = 10      # past this depth a derivation takes shortest completions
 TRAJECTORY_TOKENS = 96   # a sample or sentence is cut after this many tokens
 WALK_TOKENS = 48         # the longest random walk, in tokens
+COVER_BYTES = 16384      # bytes of covering sentences the byte-vocabulary check follows
+BYTE_SENTENCES = 48      # random sentences it follows after them
 
 
 def sentences(grammar: Grammar, n: int = SENTENCES, seed: int = 0, max_depth: int = SENTENCE_DEPTH) -> list[bytes]:
@@ -52,6 +56,30 @@ def sentences(grammar: Grammar, n: int = SENTENCES, seed: int = 0, max_depth: in
     rng, hts = random.Random(seed), heights(cg)
     out = dict.fromkeys(bytes(random_sentence(cg, rng, max_depth, hts)) for _ in range(n))
     return list(out)
+
+
+def covering_texts(grammar: Grammar, max_bytes: int = COVER_BYTES, seed: int = 0) -> list[bytes]:
+    """Sentences of ``grammar`` that take every alternative of every rule, and every
+    optional and repetition both empty and not, at each place it is written, as far as
+    ``max_bytes`` (bytes over all of them: work units) reach (``verify.derivations.
+    covering_sentences``); none for a Lark grammar or an empty language. Random sentences
+    rarely reach a state that needs a deep or unlikely choice (a non-empty whitespace after
+    the ``[`` of one optional property, 17 rules down): these aim at each such choice."""
+    from ..verify.derivations import covering_sentences, heights
+    from ..verify.symbols import compile_grammar
+    if token_atoms(grammar.dialect):
+        return []
+    cg = compile_grammar(grammar)
+    if cg.empty or cg.atoms is not None:
+        return []
+    found = covering_sentences(cg, random.Random(seed), heights(cg), max_bytes)
+    return list(dict.fromkeys(bytes(s) for s in found))
+
+
+def byte_sentences(grammar: Grammar) -> list[bytes]:
+    """The texts llguidance's byte-vocabulary check follows (``judge.masks``): the covering
+    sentences (``covering_texts``), then ``BYTE_SENTENCES`` random ones."""
+    return list(dict.fromkeys(covering_texts(grammar) + sentences(grammar, BYTE_SENTENCES, seed=0)))
 
 
 def token_paths(texts: Iterable[bytes], encode: Callable[[bytes], list[int]], max_tokens: int = TRAJECTORY_TOKENS,
@@ -156,5 +184,5 @@ def first_bytes(token_bytes: Sequence[bytes]) -> np.ndarray:
     return np.array([b[0] if b else -1 for b in token_bytes], np.int16)
 
 
-__all__ = ["SENTENCES", "TRAJECTORY_TOKENS", "TokenGroups", "WALK_TOKENS", "Walker", "first_bytes", "interleave", "sentences",
+__all__ = ["BYTE_SENTENCES", "COVER_BYTES", "SENTENCES", "byte_sentences", "covering_texts", "TRAJECTORY_TOKENS", "TokenGroups", "WALK_TOKENS", "Walker", "first_bytes", "interleave", "sentences",
            "token_paths"]

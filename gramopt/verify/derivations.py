@@ -2,6 +2,8 @@
 
     derivation_check(a, b, bounds) -> (Counterexample | None, stats)
     random_sentence(g, rng, max_depth, heights) -> tuple[int, ...]
+    covering_sentences(g, rng, heights, max_symbols) -> list[tuple[int, ...]]
+                                                      every production in every context
     derived_texts(grammar, n, seed=0) -> list[str]   sentences as text (a decoding check's)
 
 A sentence is derived top-down from ``S'``: below ``max_depth`` each production is
@@ -28,6 +30,7 @@ from .symbols import Compiled
 
 METHOD = "random derivations"
 MAX_SYMBOLS = 256  # past this many symbols a derivation only takes shortest completions
+GREEDY_PICKS = 64  # targets a covering sentence takes on its way, besides the one it aims at
 
 
 def heights(g: Compiled) -> tuple[list[int], list[int], list[list[int]]]:
@@ -84,6 +87,126 @@ def random_sentence(g: Compiled, rng: random.Random, max_depth: int, hts) -> tup
         p = rng.choice(prods)
         stack.extend((x, depth + 1) for x in reversed(g.rhs[p]))
     return tuple(out)
+
+
+def routes(g: Compiled) -> list[tuple[int, int] | None]:
+    """Per nonterminal B, the (production p, position i) through which a shortest derivation
+    from ``S'`` first reaches B (``rhs[p][i] == B``; None for ``S'`` itself): a breadth-first
+    search, so following the routes up from B gives a path of fewest expansions."""
+    route: list[tuple[int, int] | None] = [None] * len(g.names)
+    seen = [False] * len(g.names)
+    seen[0] = True
+    queue = [0]
+    for a in queue:
+        for p in g.by_lhs[a]:
+            for i, s in enumerate(g.rhs[p]):
+                if s >= 0 and not seen[s]:
+                    seen[s] = True
+                    route[s] = (p, i)
+                    queue.append(s)
+    return route
+
+
+def covering_sentences(g: Compiled, rng: random.Random, hts, max_symbols: int,
+                       greedy_picks: int = GREEDY_PICKS) -> list[tuple[int, ...]]:
+    """Sentences of ``g`` (non-empty) that together take every production in every context,
+    until ``max_symbols`` terminal symbols (over all sentences: a work budget) are spent.
+
+    A *target* is (p, i, q): the nonterminal B at position i of production p expanded with
+    production q of B; covering them all takes every alternative of every rule where it is
+    written, and every optional and repetition both empty and not, at each place (a
+    repetition of whitespace after one ``[`` and not after another: which rule the lexer is
+    in differs). Each sentence aims at the first target not yet taken (targets in production
+    order): the route of fewest expansions from ``S'`` to p (``routes``) is forced, then p's
+    position i takes q. Every other expansion takes a target not yet taken in its context
+    (the one of least height) while the sentence has under ``greedy_symbols`` symbols, else
+    a production of least height (a seeded choice among them), so it terminates: each greedy
+    choice takes a new target, and least-height choices lower the height (``random_sentence``).
+    Deterministic for a seeded ``rng``; one-sided like every derivation (a sentence is in the
+    language by construction)."""
+    h, ph, terms = hts
+    route = routes(g)
+    covered: set[tuple[int, int, int]] = set()
+    all_targets = [(p, i, q) for p in range(len(g.rhs)) for i, s in enumerate(g.rhs[p]) if s >= 0
+                   for q in g.by_lhs[s]]
+    targets = iter(all_targets)
+    out_all: list[tuple[int, ...]] = []
+    spent = 0
+    for target in targets:
+        if spent >= max_symbols:
+            break
+        if target in covered:
+            continue
+        p, i, q = target
+        path = [(p, i)]  # (production, position) from S' down to p, then q
+        a = g.lhs[p]
+        while route[a] is not None:
+            path.append(route[a])
+            a = g.lhs[route[a][0]]
+        path.reverse()
+        forced = [pp for pp, _ in path] + [q]
+        dist, towards = _distances(g, all_targets, covered)
+        out: list[int] = []
+        greedy = 0
+        # (symbol, context production, context position, index on the forced path or -1,
+        # the distance below which it may steer)
+        stack: list[tuple[int, int, int, int, int]] = [(0, -1, 0, 0, _FAR)]
+        while stack:
+            s, cp, ci, k, steer = stack.pop()
+            if s < 0:
+                out.append(_pick(terms[~s], rng))
+                continue
+            below = -1  # what its children may steer below: nothing, unless chosen otherwise
+            if k >= 0:
+                r, below = forced[k], _FAR
+            else:
+                open_ = [x for x in g.by_lhs[s] if (cp, ci, x) not in covered] if greedy < greedy_picks else []
+                if open_:
+                    r, below = min(open_, key=lambda x: (ph[x], x)), _FAR
+                    greedy += 1
+                elif greedy < greedy_picks and dist[s] < steer:
+                    r, below = min(g.by_lhs[s], key=lambda x: (towards[x], ph[x], x)), dist[s]
+                    greedy += 1
+                else:
+                    r = rng.choice([x for x in g.by_lhs[s] if ph[x] == h[s]])
+            covered.add((cp, ci, r))
+            nxt = path[k][1] if 0 <= k < len(path) else -1
+            stack.extend((x, r, j, k + 1 if j == nxt else -1, below)
+                         for j, x in reversed(list(enumerate(g.rhs[r]))))
+        out_all.append(tuple(out))
+        spent += len(out)
+    return out_all
+
+
+_FAR = 1 << 30
+
+
+def _distances(g: Compiled, targets, covered) -> tuple[list[int], list[int]]:
+    """(per nonterminal, per production) the fewest expansions to a production with a target
+    not yet ``covered``: 0 for such a production, else 1 + the least distance of the
+    nonterminals on it (``_FAR``: none reachable). A breadth-first search backwards from those
+    productions, linear in the grammar."""
+    open_ = {p for p, _, q in targets if (p, _, q) not in covered}
+    users: list[list[int]] = [[] for _ in g.names]  # nonterminal -> productions it appears on
+    for p, r in enumerate(g.rhs):
+        for x in set(r):
+            if x >= 0:
+                users[x].append(p)
+    towards = [0 if p in open_ else _FAR for p in range(len(g.rhs))]
+    dist = [_FAR] * len(g.names)
+    queue = []
+    for p in sorted(open_):
+        if dist[g.lhs[p]] == _FAR:
+            dist[g.lhs[p]] = 0
+            queue.append(g.lhs[p])
+    for b in queue:
+        for p in users[b]:
+            towards[p] = min(towards[p], dist[b] + 1)
+            a = g.lhs[p]
+            if dist[a] == _FAR:
+                dist[a] = dist[b] + 1
+                queue.append(a)
+    return dist, towards
 
 
 def derived_texts(grammar, n: int, seed: int = 0, max_depth: int = 24) -> list[str]:
