@@ -3,6 +3,7 @@
     python benchmarks/jsonschemabench_bench.py                       # the vendored sample, defaults
     python benchmarks/jsonschemabench_bench.py --limit 40 --every 3  # every 3rd schema, the first 40 of those
     python benchmarks/jsonschemabench_bench.py --runs portable@xgrammar,xgrammar@xgrammar,xgrammar@llama.cpp
+    python benchmarks/jsonschemabench_bench.py --every 8 --only Github_hard---o21157,JME_78  # named ones
     python benchmarks/jsonschemabench_bench.py --engines xgrammar,llguidance,llama.cpp --out DIR
     python benchmarks/jsonschemabench_bench.py --summary DIR/rows.jsonl  # the tables again, from the rows
 
@@ -535,6 +536,8 @@ def main(argv=None) -> int:
     ap.add_argument("--engines", default="xgrammar,llguidance")
     ap.add_argument("--every", type=int, default=1, help="take every k-th schema (sorted by name)")
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--only", default="", help="comma-separated schema names (file names without .json) "
+                                               "to keep of those --every takes")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=200)
     ap.add_argument("--max-instances", type=int, default=8, help="test instances per schema (valid first)")
@@ -562,6 +565,14 @@ def main(argv=None) -> int:
         print(summarize(rows, engines or ["xgrammar", "llguidance", "llama.cpp"]))
         return 0
     paths = sorted(glob.glob(os.path.join(a.data, "*.json")))[:: a.every]
+    if a.only:
+        keep = set(a.only.split(","))
+        missing = keep - {os.path.basename(p)[:-5] for p in paths}
+        if missing:
+            print(f"{__file__}: error: --only names no schema that --every takes: {', '.join(sorted(missing))}",
+                  file=sys.stderr)
+            return 2
+        paths = [p for p in paths if os.path.basename(p)[:-5] in keep]
     if a.limit:
         paths = paths[: a.limit]
     out = a.out or os.path.join(HERE, "results", f"jsonschemabench-{datetime.date.today().isoformat()}")
