@@ -97,3 +97,26 @@ def test_the_judge_catches_it(o21157):
     g, bad = o21157
     d = masks.difference("llguidance", g, bad, steps=600)
     assert d is not None and d.engine == "llguidance" and d.n_only_input > 0
+
+
+# llguidance's greedy lexer reads `ce` as one lexeme when it is a repetition and then refuses
+# the sentence xb", (tests/test_judge.py's pair): here the *input* is the wrong one
+NESTED = r'''root ::= "x" (cm | ce)
+cm ::= "\"" "," | [a-z] cm | "(" cm ")"
+ce ::= [a-z] ce | "\"" "}"
+'''
+AS_LEXEME = NESTED.replace('ce ::= [a-z] ce | "\\"" "}"', 'ce ::= [a-z]* "\\"" "}"')
+
+
+def test_the_byte_check_does_not_hold_the_inputs_own_error_against_the_candidate():
+    """Covering sentences reach more of the input's own lexer errors (Github_medium---o83992:
+    after `"s` llguidance allows `-` and refuses `e`, the language the other way round); where
+    the candidate's mask is the language's and the input's is not, it is no difference, as in
+    the full-vocabulary check. Without the recognizer it is one (the test can fail)."""
+    pytest.importorskip("llguidance")
+    from gramopt.judge.masks import _byte_vocabulary_difference
+    wrong, right = parse(AS_LEXEME, "gbnf"), parse(NESTED, "gbnf")
+    texts = [b'xb",', b'xb"}']
+    assert _byte_vocabulary_difference(wrong, right, texts) is not None
+    assert _byte_vocabulary_difference(wrong, right, texts, Recognizer(wrong)) is None
+    assert _byte_vocabulary_difference(right, wrong, texts, Recognizer(right)) is not None

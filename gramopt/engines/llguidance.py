@@ -117,11 +117,13 @@ def sentences(grammar: Grammar, n: int, seed: int = 0, max_depth: int = 10) -> l
 
 
 def engine_difference(original: Grammar, optimized: Grammar, samples: int = BYTE_SENTENCES,
-                      seed: int = 0, texts: list[bytes] | None = None) -> Difference | None:
+                      seed: int = 0, texts: list[bytes] | None = None, input_wrong=None) -> Difference | None:
     """The first step at which llguidance treats the two grammars differently along random
     sentences of ``original`` (module docstring; ``texts``: ``sentences(original, samples,
     seed)`` when the caller keeps them); None when none is found. A grammar that llguidance
-    does not load is a difference only when the original loads."""
+    does not load is a difference only when the original loads. ``input_wrong(prefix,
+    only_original, only_optimized)``: whether a differing step is the original's own error
+    (the caller judges it against the language); such a step ends its sentence, not the check."""
     import llguidance.numpy as llnp
     if token_atoms(original.dialect) or token_atoms(optimized.dialect):
         return None  # sentences of a Lark grammar are terminal sequences, not bytes
@@ -138,6 +140,8 @@ def engine_difference(original: Grammar, optimized: Grammar, samples: int = BYTE
         for i, x in enumerate(list(text) + [EOS]):
             if _fill(ma, buf_a) != _fill(mb, buf_b):
                 a, b = _allowed(buf_a), _allowed(buf_b)
+                if input_wrong is not None and input_wrong(text[:i], sorted(a - b), sorted(b - a)):
+                    break
                 return Difference(text[:i], sorted(a - b), sorted(b - a))
             if not _has(buf_a, x) or not ma.consume_token(x):
                 break

@@ -307,7 +307,7 @@ class EngineCheck:
             if self._byte_texts is None and not token_atoms(self.original.dialect):
                 from .trajectories import byte_sentences
                 self._byte_texts = byte_sentences(self.original)
-            found = _byte_vocabulary_difference(self.original, candidate, self._byte_texts)
+            found = _byte_vocabulary_difference(self.original, candidate, self._byte_texts, self._reference())
             if found is not None:
                 return found
         trace = self._trace()
@@ -375,12 +375,23 @@ class EngineCheck:
 
 
 def _byte_vocabulary_difference(original: Grammar, candidate: Grammar,
-                                texts: list[bytes] | None = None) -> MaskDifference | None:
+                                texts: list[bytes] | None = None, rec=None) -> MaskDifference | None:
     """llguidance's check over a 257-token byte vocabulary (``engines/llguidance.py``): its
-    greedy lexer's refusals show byte by byte, along 48 derived sentences (``texts``: those
-    sentences, derived once per input by the caller)."""
+    greedy lexer's refusals show byte by byte, along derived sentences (``texts``: those
+    sentences, derived once per input by the caller: ``trajectories.byte_sentences``). With
+    the reference recognizer ``rec``, a step where the input's mask is the engine's error and
+    the candidate's the language's (``input_mask_wrong``, as for the full vocabulary) is not a
+    difference."""
     from ..engines.llguidance import EOS, engine_difference
-    d = engine_difference(original, candidate, texts=texts)
+    input_wrong = None
+    if rec is not None:
+        spelled = [bytes([x]) for x in range(EOS)] + [b""]
+
+        def input_wrong(prefix: bytes, only_in: list[int], only_cand: list[int]) -> bool:
+            state = rec.run(prefix)
+            return state is not None and input_mask_wrong(rec, state, spelled, {EOS}, np.array(only_in, int),
+                                                          np.array(only_cand, int))
+    d = engine_difference(original, candidate, texts=texts, input_wrong=input_wrong)
     if d is None or not (d.only_original or d.only_optimized):
         return None  # (nothing, or a candidate it refuses: the full vocabulary's check says which)
     spell = lambda xs: tuple(b"" if x == EOS else bytes([x]) for x in xs)  # noqa: E731
