@@ -31,6 +31,8 @@ from .symbols import Compiled
 METHOD = "random derivations"
 MAX_SYMBOLS = 256  # past this many symbols a derivation only takes shortest completions
 GREEDY_PICKS = 64  # targets a covering sentence takes on its way, besides the one it aims at
+COVER_SENTENCES = 256  # covering sentences at most, whatever their length
+DISTANCES_EVERY = 8    # covering sentences between two computations of the steering distances
 
 
 def heights(g: Compiled) -> tuple[list[int], list[int], list[list[int]]]:
@@ -108,9 +110,11 @@ def routes(g: Compiled) -> list[tuple[int, int] | None]:
 
 
 def covering_sentences(g: Compiled, rng: random.Random, hts, max_symbols: int,
-                       greedy_picks: int = GREEDY_PICKS) -> list[tuple[int, ...]]:
+                       greedy_picks: int = GREEDY_PICKS, max_sentences: int = COVER_SENTENCES) -> list[tuple[int, ...]]:
     """Sentences of ``g`` (non-empty) that together take every production in every context,
-    until ``max_symbols`` terminal symbols (over all sentences: a work budget) are spent.
+    until ``max_symbols`` terminal symbols (over all sentences) or ``max_sentences`` are spent
+    (work budgets; the steering distances are computed again every ``DISTANCES_EVERY``
+    sentences, one pass over the grammar each).
 
     A *target* is (p, i, q): the nonterminal B at position i of production p expanded with
     production q of B; covering them all takes every alternative of every rule where it is
@@ -118,22 +122,24 @@ def covering_sentences(g: Compiled, rng: random.Random, hts, max_symbols: int,
     repetition of whitespace after one ``[`` and not after another: which rule the lexer is
     in differs). Each sentence aims at the first target not yet taken (targets in production
     order): the route of fewest expansions from ``S'`` to p (``routes``) is forced, then p's
-    position i takes q. Every other expansion takes a target not yet taken in its context
-    (the one of least height) while the sentence has under ``greedy_symbols`` symbols, else
-    a production of least height (a seeded choice among them), so it terminates: each greedy
-    choice takes a new target, and least-height choices lower the height (``random_sentence``).
+    position i takes q. Every other expansion, up to ``greedy_picks`` per sentence, takes a
+    target not yet taken in its context (the one of least height), or else steers towards the
+    nearest production with one (``_distances``: a chain of such steps strictly lowers the
+    distance, and a chain starts only below a new target); then a production of least height
+    (a seeded choice among them). So it terminates: greedy choices are bounded, and
+    least-height choices lower the height (``random_sentence``).
     Deterministic for a seeded ``rng``; one-sided like every derivation (a sentence is in the
     language by construction)."""
     h, ph, terms = hts
     route = routes(g)
     covered: set[tuple[int, int, int]] = set()
-    all_targets = [(p, i, q) for p in range(len(g.rhs)) for i, s in enumerate(g.rhs[p]) if s >= 0
-                   for q in g.by_lhs[s]]
-    targets = iter(all_targets)
+    targets = ((p, i, q) for p in range(len(g.rhs)) for i, s in enumerate(g.rhs[p]) if s >= 0
+               for q in g.by_lhs[s])
+    left = [sum(len(g.by_lhs[s]) for s in r if s >= 0) for r in g.rhs]  # per production, targets not taken
     out_all: list[tuple[int, ...]] = []
     spent = 0
     for target in targets:
-        if spent >= max_symbols:
+        if spent >= max_symbols or len(out_all) >= max_sentences:
             break
         if target in covered:
             continue
@@ -145,7 +151,8 @@ def covering_sentences(g: Compiled, rng: random.Random, hts, max_symbols: int,
             a = g.lhs[route[a][0]]
         path.reverse()
         forced = [pp for pp, _ in path] + [q]
-        dist, towards = _distances(g, all_targets, covered)
+        if len(out_all) % DISTANCES_EVERY == 0:
+            dist, towards = _distances(g, left)
         out: list[int] = []
         greedy = 0
         # (symbol, context production, context position, index on the forced path or -1,
@@ -169,7 +176,10 @@ def covering_sentences(g: Compiled, rng: random.Random, hts, max_symbols: int,
                     greedy += 1
                 else:
                     r = rng.choice([x for x in g.by_lhs[s] if ph[x] == h[s]])
-            covered.add((cp, ci, r))
+            if (cp, ci, r) not in covered:
+                covered.add((cp, ci, r))
+                if cp >= 0:
+                    left[cp] -= 1
             nxt = path[k][1] if 0 <= k < len(path) else -1
             stack.extend((x, r, j, k + 1 if j == nxt else -1, below)
                          for j, x in reversed(list(enumerate(g.rhs[r]))))
@@ -181,21 +191,21 @@ def covering_sentences(g: Compiled, rng: random.Random, hts, max_symbols: int,
 _FAR = 1 << 30
 
 
-def _distances(g: Compiled, targets, covered) -> tuple[list[int], list[int]]:
+def _distances(g: Compiled, left: list[int]) -> tuple[list[int], list[int]]:
     """(per nonterminal, per production) the fewest expansions to a production with a target
-    not yet ``covered``: 0 for such a production, else 1 + the least distance of the
-    nonterminals on it (``_FAR``: none reachable). A breadth-first search backwards from those
-    productions, linear in the grammar."""
-    open_ = {p for p, _, q in targets if (p, _, q) not in covered}
+    not yet taken (``left[p] > 0``): 0 for such a production, else 1 + the least distance of
+    the nonterminals on it (``_FAR``: none reachable). A breadth-first search backwards from
+    those productions, linear in the grammar."""
+    open_ = [p for p, n in enumerate(left) if n > 0]
     users: list[list[int]] = [[] for _ in g.names]  # nonterminal -> productions it appears on
     for p, r in enumerate(g.rhs):
         for x in set(r):
             if x >= 0:
                 users[x].append(p)
-    towards = [0 if p in open_ else _FAR for p in range(len(g.rhs))]
+    towards = [0 if n > 0 else _FAR for n in left]
     dist = [_FAR] * len(g.names)
     queue = []
-    for p in sorted(open_):
+    for p in open_:
         if dist[g.lhs[p]] == _FAR:
             dist[g.lhs[p]] = 0
             queue.append(g.lhs[p])
