@@ -12,7 +12,9 @@ and the candidate's masks are compared.
 Three sources, all seeded and counted in work units (tokens, never seconds):
   * samples the caller gives (a schema's valid instances), as bytes;
   * sentences derived at random from the input (``verify.derivations``), so every rule the
-    input reaches is likely exercised;
+    input reaches is likely exercised; for llguidance's byte-vocabulary check, first covering
+    sentences (``covering_texts``), which take every alternative at every place within a
+    byte budget, so a state behind a deep or unlikely choice is reached for certain;
   * random walks through the *input's* engine masks (``Walker``): at each step a token the
     input's mask allows, drawn first by its first byte (uniform over the distinct first
     bytes allowed: ``"``, ``{``, a digit, a letter… equally likely, so a walk takes the
