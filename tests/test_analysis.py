@@ -59,6 +59,11 @@ def test_ambiguity_forms():
     kinds = {(f.kind, f.rule) for f in ambiguity_findings(g4)}
     assert ("self-concat", "S") in kinds
     assert self_concatenations(g4) == ["S"]
+    # X → X X with its left recursion removed, X → a X*: the same splits (a·(a)(a), a·(a a))
+    star = g(("X", seq(a, Repeat(Ref("X"), 0, None))))
+    assert self_concatenations(star) == ["X"] and ("self-concat", "X") in {(f.kind, f.rule) for f in ambiguity_findings(star)}
+    bracketed = g(("X", seq(a, Repeat(Ref("X"), 0, None), b)))  # delimited: one split only
+    assert self_concatenations(bracketed) == []
     e = g(("E", alt(seq(Ref("E"), plus, Ref("E")), Literal("1"))))
     assert [f.kind for f in ambiguity_findings(e)] == ["binary-operator", "overlap"]
     assert self_concatenations(e) == []

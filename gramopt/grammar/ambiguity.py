@@ -57,15 +57,20 @@ class _Firsts:
 
 
 def self_concatenations(grammar: Grammar) -> list[str]:
-    """The rules with an alternative X → X X … (only X, twice or more): Catalan-many parse
-    trees, and in xgrammar (0.2.8) a mask time that grows with every byte read (0.6 ms at the
-    start, 0.5 s after 30 letters: ``judge.masks``)."""
+    """The rules with an alternative X → X X … (only X, twice or more), or X → α X* / α X+
+    (X repeated at its own end, X → X X once left recursion is removed: with X = α X*, α α α
+    is α·(α)(α) and α·(α α)): Catalan-many parse trees, and in xgrammar (0.2.8) a mask time
+    that grows with every byte read (0.6 ms at the start, 0.5 s after 30 letters:
+    ``judge.masks``)."""
     return [r.name for r in grammar.rules if any(_self_concat(a, r.name) for a in _alternatives(r.body))]
 
 
 def _self_concat(alt: Expr, name: str) -> bool:
     items = alt.items if isinstance(alt, Seq) else (alt,)
-    return len(items) >= 2 and all(i == Ref(name) for i in items)
+    if len(items) >= 2 and all(i == Ref(name) for i in items):
+        return True
+    last = items[-1]
+    return isinstance(last, Repeat) and last.item == Ref(name) and (last.max is None or last.max >= 2)
 
 
 def _alternatives(e: Expr) -> tuple[Expr, ...]:
@@ -84,7 +89,8 @@ def _rule_findings(rule: Rule, grammar: Grammar, nullable: set[str], firsts: _Fi
     for alt in alts:
         items = alt.items if isinstance(alt, Seq) else (alt,)
         if _self_concat(alt, name):
-            add("self-concat", f"{name} → {' '.join([name] * len(items))}: ambiguous "
+            shown = " ".join([name] * len(items)) if isinstance(items[-1], Ref) else f"… ({name})*"
+            add("self-concat", f"{name} → {shown}: ambiguous "
                                f"concatenation (Θ(t²) new forest nodes per symbol)")
         elif len(items) >= 3 and items[0] == Ref(name) and items[-1] == Ref(name):
             add("binary-operator", f"{name} → {name} … {name}: ambiguous binary operator "

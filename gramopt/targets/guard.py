@@ -47,6 +47,7 @@ from ..costmodels.engine_shapes import CLEAR_GAIN, ENGINE_SHAPES, clearly_better
 from ..costmodels.predict import ENGINES, DecisionModel, features
 from ..formats import dialect_record
 from ..grammar import Grammar
+from ..grammar.ambiguity import self_concatenations
 from ..transforms.reshape.derived_lookaheads import keep_derived_lookaheads
 from .portable import fixup as portable_fixup, reduce as portable_reduce
 
@@ -166,13 +167,26 @@ class PredictedGuard:
         ms, a, b = self.models(models), features(ref), features(candidate)
         pred = _ratios(ms, a, b)
         known = {e for e, m in ms.items() if m.supports(a, b)}  # outside its data: no prediction
+        unbounded = _unbounded_in(ref, candidate)
+        known -= unbounded
         noise = {e: max(SLOWER, m.noise) for e, m in ms.items()}
         slower = [e for e in self.engines if e in known and pred[e] > noise[e]]
-        shown = ", ".join(f"{e} {pred[e]:.2f}×" if e in known else f"{e} outside its model's data"
-                          for e in self.engines)
+        shown = ", ".join(f"{e} {pred[e]:.2f}×" if e in known else
+                          f"{e}: the reference's self-concatenation is unbounded there" if e in unbounded else
+                          f"{e} outside its model's data" for e in self.engines)
         if slower:
             return f"predicted slower than {self.against} in {', '.join(slower)} ({shown})"
         return None
+
+
+def _unbounded_in(reference: Grammar, candidate: Grammar) -> set[str]:
+    """The engines where ``reference``'s mask time has no bound that ``candidate``'s keeps: xgrammar
+    when the reference has a self-concatenation X → X X and the candidate none (its masks there
+    grow with every byte read: seconds after a few tokens, ``judge.masks``). No model fitted on
+    features prices that, and no candidate without one is slower there."""
+    if self_concatenations(reference) and not self_concatenations(candidate):
+        return {"xgrammar"}
+    return set()
 
 
 def _ratios(models: dict, reference: dict, candidate: dict) -> dict:
