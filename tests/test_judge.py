@@ -238,6 +238,24 @@ def test_a_defect_no_pass_explains_falls_back_to_the_input(xgrammar):
     assert "no single pass replayed from the input differs in xgrammar" in v.engine_notes
 
 
+def test_engines_checked_at_once_give_the_verdict_and_counts_of_one_after_another(xgrammar, monkeypatch):
+    """The engines' checks of a candidate run in threads; what the judge says is what checking
+    them in order says, to the mask comparisons counted (those of engines past the first
+    difference are rewound)."""
+    pytest.importorskip("llguidance")
+    import gramopt.judge as judge_module
+    target = _Target(checked_in=("xgrammar", "llguidance", "llama.cpp"))
+
+    def verdict():
+        opt, run_all = _optimizer([("rename", _rename_root), ("assert", _assert_s)])
+        v = judge(ebnf(PLAIN), run_all(ebnf(PLAIN)), target, opt)
+        return write(v.grammar), v.engine_notes, v.dropped, v.comparisons
+    at_once = verdict()
+    monkeypatch.setattr(judge_module, "_at_once", lambda calls: [c() for c in calls])
+    assert verdict() == at_once
+    assert at_once[1][-1] == "kept the passes' output without pass assert's rewrite of s (the input's definition restored)"
+
+
 def test_a_target_promising_no_engine_is_not_checked():
     opt, _ = _optimizer([("assert", _assert_s)])
     v = judge(ebnf(PLAIN), ebnf(ASSERTED), _Target(checked_in=()), opt)

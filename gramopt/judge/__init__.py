@@ -35,12 +35,13 @@ same verdict and bytes on any machine.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..grammar import Grammar, GrammarError
 from ..grammar.expr import refs
-from .masks import ENGINE_NAMES, EngineCheck, MaskDifference, NotChecked, installed
+from .masks import ENGINE_NAMES, EngineCheck, MaskDifference, NotChecked, installed, warm
 
 MAX_DROPS = 2       # passes dropped (the pipeline rerun without them) before the fallbacks
 MAX_RULE_SETS = 6   # rule sets restored per culprit (the single rules first, then all of them)
@@ -98,29 +99,64 @@ def engine_versions(target) -> dict[str, str]:
 
 class _Engines:
     """Each engine's check of the input, made on first need; an engine that cannot check
-    the input is left out and named."""
+    the input is left out and named. The engines' checks of one candidate run at once, one
+    thread each (their compiles and masks are native calls that release the GIL: llguidance
+    and xgrammar say so, llama.cpp is called through ctypes); the verdict, the notes and the
+    counts are those of checking them one after another in ``names`` order up to the first
+    that differs (what a later engine spent on that candidate is rewound, ``EngineCheck.mark``)."""
 
     def __init__(self, original: Grammar, names: tuple[str, ...], steps: int, samples: tuple[bytes, ...]):
         self.original, self.names, self.steps, self.samples = original, names, steps, samples
-        self.checks: dict[str, EngineCheck | None] = {}
+        self.checks: dict[str, EngineCheck | None] = {}   # the checks the order above has reached
         self.skipped: list[str] = []
+        self._made: dict[str, tuple[EngineCheck | None, str | None]] = {}  # (check, why not) by engine
+
+    def _make(self, names) -> None:
+        """The input's check in each of ``names`` not made yet, made at once."""
+        todo = [n for n in names if n not in self._made]
+        if todo:
+            warm(todo)
+            for n, made in zip(todo, _at_once([lambda n=n: self._new(n) for n in todo])):
+                self._made[n] = made
+
+    def _new(self, name: str) -> tuple[EngineCheck | None, str | None]:
+        try:
+            return EngineCheck(name, self.original, self.steps, samples=self.samples), None
+        except NotChecked as e:
+            return None, str(e)
 
     def check(self, name: str) -> EngineCheck | None:
         if name not in self.checks:
-            try:
-                self.checks[name] = EngineCheck(name, self.original, self.steps, samples=self.samples)
-            except NotChecked as e:
-                self.checks[name] = None
-                self.skipped.append(str(e))
+            self._make((name,))
+            self.checks[name], why = self._made[name]
+            if why is not None:
+                self.skipped.append(why)
         return self.checks[name]
 
-    def difference(self, cand: Grammar, only: str | None = None) -> MaskDifference | None:
+    def difference(self, cand: Grammar, only: str | None = None, at_once: bool = True) -> MaskDifference | None:
+        """The first engine's difference in ``names`` order (``only``: that engine alone);
+        ``at_once=False`` checks one engine after another (no work spent on speculation: the
+        repairs, whose candidates mostly differ)."""
         if cand == self.original or self.steps <= 0:
             return None
-        for name in (only,) if only else self.names:
+        names = (only,) if only else self.names
+        if not at_once:
+            for name in names:
+                c = self.check(name)
+                d = c.difference(cand) if c is not None else None
+                if d is not None:
+                    return d
+            return None
+        self._make(names)
+        ready = [c for c in (self._made[n][0] for n in names) if c is not None]
+        marks = [c.mark() for c in ready]
+        found = dict(zip(map(id, ready), _at_once([lambda c=c: c.difference(cand) for c in ready])))
+        for name in names:
             c = self.check(name)
-            d = c.difference(cand) if c is not None else None
+            d = found[id(c)] if c is not None else None
             if d is not None:
+                for later, mark in list(zip(ready, marks))[ready.index(c) + 1:]:
+                    later.rewind(mark)  # not asked when checked one after another
                 return d
         return None
 
@@ -139,6 +175,16 @@ class _Engines:
         return line
 
 
+def _at_once(calls: list) -> list:
+    """The results of ``calls`` (functions of no argument), in order, each run in its own
+    thread when there are several; the first exception raised is raised."""
+    if len(calls) <= 1:
+        return [c() for c in calls]
+    with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="engine-check") as pool:
+        futures = [pool.submit(c) for c in calls]
+        return [f.result() for f in futures]
+
+
 def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -> Verdict:
     """The grammar to write in place of ``candidate`` (module docstring), with the notes of
     the "engine-check" and "guard" reports."""
@@ -155,8 +201,8 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
         why = guard.worse(original, c, optimizer.models)
         return None if why is None else f"{guard.name}: {why}"
 
-    def acceptable(c: Grammar) -> bool:
-        return cost_why(c) is None and engines.difference(c) is None
+    def acceptable(c: Grammar, at_once: bool = True) -> bool:
+        return cost_why(c) is None and engines.difference(c, at_once=at_once) is None
 
     def done(grammar: Grammar, notes: list[str], note: str | None) -> Verdict:
         verdict.grammar = grammar
@@ -191,7 +237,7 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
 
 
 def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: Optimizer, engines: _Engines,
-              acceptable: Callable[[Grammar], bool], verdict: Verdict) -> tuple[str, Grammar] | None:
+              acceptable: Callable[..., bool], verdict: Verdict) -> tuple[str, Grammar] | None:
     """(label, grammar): the candidate with the culprit's rules restored, or the pipeline
     without the culprit pass, whichever passes every check first (module docstring); None
     when neither does within ``MAX_DROPS`` culprits."""
@@ -210,7 +256,7 @@ def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: 
             fixed = restore(current, original, rules)
             if fixed is None or fixed == current or not optimizer.same_language(original, fixed):
                 continue
-            if acceptable(fixed):
+            if acceptable(fixed, at_once=False):
                 what = f"pass {culprit}'s rewrite of {', '.join(rules)} (the input's definition restored)"
                 verdict.dropped.append(what)
                 return f"the passes' output without {what}", fixed
@@ -219,9 +265,9 @@ def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: 
         current = optimizer.without(dropped)
         if current == original:
             return None
-        nxt = engines.difference(current)
+        nxt = engines.difference(current, at_once=False)
         if nxt is None:
-            if not acceptable(current):
+            if not acceptable(current, at_once=False):
                 return None
             verdict.dropped += [why[p] for p in sorted(dropped)]
             return f"the passes' output without pass {', '.join(sorted(dropped))}", current
