@@ -24,6 +24,8 @@ On a mask difference the culprit is found and dropped, cheapest loss first:
     come back from the input too); a repair is kept only where the language check, the
     cost decision and every engine's check pass;
   * else the pipeline is rerun without the culprit pass (twice at most);
+  * all of the above within ``Optimizer.repair_work`` (``RepairWork``: expanded symbols of
+    every grammar replayed, compared or checked); when it is spent the repairs stop and say so;
   * else the optimizer's fallbacks (the passes without the e-graph ones; the input without
     its redundancy, for a target with ``reduce``), and last the input with only the target's
     fix-ups — checked in the engines too: where even those differ, the input itself.
@@ -41,6 +43,7 @@ from typing import Callable
 
 from ..grammar import Grammar, GrammarError
 from ..grammar.expr import refs
+from ..grammar.size import grammar_size
 from .masks import ENGINE_NAMES, EngineCheck, MaskDifference, NotChecked, installed, warm
 
 MAX_DROPS = 2       # passes dropped (the pipeline rerun without them) before the fallbacks
@@ -53,7 +56,8 @@ class Optimizer:
     it: the pass names in order, one pass on a grammar, the pipeline's output on the input
     with some passes left out, the fallbacks (``(label, grammar)``, the last resort last;
     ``safer=False``: the last resort alone), the language check, the cost models the user
-    named, the engine check's budget in mask comparisons, and samples of the language."""
+    named, the engine check's budget in mask comparisons, samples of the language, and the
+    repairs' work limit (``RepairWork``; None: none)."""
 
     passes: tuple[str, ...]
     run_pass: Callable[[str, Grammar], Grammar]
@@ -63,6 +67,32 @@ class Optimizer:
     steps: int
     models: dict | None = None
     samples: tuple[bytes, ...] = ()
+    repair_work: int | None = None
+
+
+class RepairWork:
+    """What the repairs may still spend, in expanded symbols (``grammar.size.grammar_size``,
+    which every engine's compile and the language check are at most linear in): each grammar
+    a pass is replayed on, each grammar compared in an engine (once per engine), each checked
+    against the input's language. Work units: the same input stops at the same place."""
+
+    def __init__(self, limit: int | None):
+        self.limit, self.left, self.spent_out = limit, limit, False
+
+    def take(self, g: Grammar, times: int = 1) -> bool:
+        """Spend ``times`` × the size of ``g``; False (and nothing spent) when it is not left."""
+        if self.left is None:
+            return True
+        cost = grammar_size(g) * times
+        if cost > self.left:
+            self.spent_out = True
+            return False
+        self.left -= cost
+        return True
+
+    def note(self) -> str:
+        return (f"repairs stopped: their work limit ({self.limit:,} expanded symbols of the grammars replayed, "
+                f"compared and checked) was spent; the fallbacks follow (--max-judge-repairs raises it)")
 
 
 @dataclass
@@ -220,7 +250,8 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
         if diff is None:
             return done(candidate, verdict.engine_notes, None)
         verdict.engine_notes.append(diff.describe())
-        found = _repaired(original, candidate, diff, optimizer, engines, acceptable, verdict)
+        found = _repaired(original, candidate, diff, optimizer, engines, acceptable, verdict,
+                          RepairWork(optimizer.repair_work))
         if found is not None:
             return done(found[1], verdict.engine_notes, f"kept {found[0]}")
     # the fallbacks before the last resort: after an engine's difference all of them, after the
@@ -237,24 +268,41 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
 
 
 def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: Optimizer, engines: _Engines,
-              acceptable: Callable[..., bool], verdict: Verdict) -> tuple[str, Grammar] | None:
+              acceptable: Callable[..., bool], verdict: Verdict,
+              work: RepairWork) -> tuple[str, Grammar] | None:
     """(label, grammar): the candidate with the culprit's rules restored, or the pipeline
     without the culprit pass, whichever passes every check first (module docstring); None
-    when neither does within ``MAX_DROPS`` culprits."""
+    when neither does within ``MAX_DROPS`` culprits, or within ``work`` (then said in a note)."""
+    found = _repairs(original, out, diff, optimizer, engines, acceptable, verdict, work)
+    if found is None and work.spent_out:
+        verdict.engine_notes.append(work.note())
+    return found
+
+
+def _repairs(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: Optimizer, engines: _Engines,
+             acceptable: Callable[..., bool], verdict: Verdict, work: RepairWork) -> tuple[str, Grammar] | None:
+    """``_repaired`` without its note; every check is paid from ``work`` before it is made."""
+    every = len(engines.names)
     dropped: frozenset = frozenset()
     why: dict[str, str] = {}
     current = out
     for _ in range(MAX_DROPS):
         engine = diff.engine
-        found = _culprit(original, optimizer, dropped, engines, engine)
+        found = _culprit(original, optimizer, dropped, engines, engine, work)
         if found is None:
+            if work.spent_out:
+                return None
             verdict.engine_notes.append(f"no single pass replayed from the input differs in {engine}")
             return None
         culprit, before, after = found
         changed = changed_rules(before, after)
         for rules in rule_sets(changed):
             fixed = restore(current, original, rules)
-            if fixed is None or fixed == current or not optimizer.same_language(original, fixed):
+            if fixed is None or fixed == current:
+                continue
+            if not work.take(fixed, 1 + every):
+                return None
+            if not optimizer.same_language(original, fixed):
                 continue
             if acceptable(fixed, at_once=False):
                 what = f"pass {culprit}'s rewrite of {', '.join(rules)} (the input's definition restored)"
@@ -262,8 +310,12 @@ def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: 
                 return f"the passes' output without {what}", fixed
         dropped = dropped | {culprit}
         why[culprit] = f"pass {culprit} ({diff.engine} masks differ)"
+        if not work.take(original, len(optimizer.passes)):
+            return None
         current = optimizer.without(dropped)
         if current == original:
+            return None
+        if not work.take(current, every):
             return None
         nxt = engines.difference(current, at_once=False)
         if nxt is None:
@@ -277,14 +329,19 @@ def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: 
 
 
 def _culprit(original: Grammar, optimizer: Optimizer, dropped: frozenset, engines: _Engines,
-             engine: str) -> tuple[str, Grammar, Grammar] | None:
+             engine: str, work: RepairWork) -> tuple[str, Grammar, Grammar] | None:
     """(pass, its input, its output): the first pass, replayed one at a time from the input
-    (``dropped`` left out), whose output differs from the input in ``engine``."""
+    (``dropped`` left out), whose output differs from the input in ``engine``; None when none
+    does, or when ``work`` is spent first."""
     g = original
     for name in optimizer.passes:
         if name in dropped:
             continue
+        if not work.take(g):
+            return None
         nxt = optimizer.run_pass(name, g)
+        if nxt != g and not work.take(nxt):
+            return None
         if nxt != g and engines.difference(nxt, only=engine) is not None:
             return name, g, nxt
         g = nxt
@@ -335,5 +392,6 @@ def restore(grammar: Grammar, original: Grammar, names) -> Grammar | None:
         return None
 
 
-__all__ = ["ENGINE_NAMES", "MAX_DROPS", "MAX_RULE_SETS", "MaskDifference", "Optimizer", "Verdict", "changed_rules",
+__all__ = ["ENGINE_NAMES", "MAX_DROPS", "MAX_RULE_SETS", "MaskDifference", "Optimizer", "RepairWork", "Verdict",
+           "changed_rules",
            "engine_versions", "engines_for", "judge", "restore", "rule_sets"]
