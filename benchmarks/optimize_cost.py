@@ -10,7 +10,7 @@ Two modes, the defaults otherwise (full verification, the engine check):
     user on the command line): wall seconds, CPU seconds (user + system of that process and
     its children) and peak RSS, from ``os.wait4``;
   * ``batch``: one long-lived worker process optimizes every item in turn through
-    ``gramopt.batch.optimize_item``, the function ``gramopt optimize DIR -o OUTDIR`` runs in its
+    ``gramopt.cli.batch.optimize_item``, the function ``gramopt optimize DIR -o OUTDIR`` runs in its
     workers (a build step over thousands of schemas): per item wall and CPU seconds
     (``time.process_time``) and the worker's peak RSS during that item (``VmHWM`` of
     ``/proc/self/status``, reset before each item through ``/proc/self/clear_refs``; it includes
@@ -47,9 +47,37 @@ GRAMMAR_EXTENSIONS = (".gbnf", ".ebnf", ".lark")
 WORKER = r"""
 import json, os, sys, time
 sys.setrecursionlimit(100000)
-from gramopt.batch import batch_items, optimize_item, _worker_init
+from gramopt.cli.batch import batch_items, optimize_item, _worker_init
 from dataclasses import asdict
+from contextlib import contextmanager
+import gramopt.passes, gramopt.judge
 _worker_init()
+
+# where an item's CPU goes: the outermost stages (passes, engine check, verification), and the
+# judge's decision (its last note), recorded by wrapping what gramopt.passes calls
+_stage, _judge = gramopt.passes.stage, gramopt.judge.judge
+phases, decision, depth = {}, [], [0]
+
+@contextmanager
+def timed_stage(name):
+    depth[0] += 1
+    c = time.process_time()
+    try:
+        with _stage(name):
+            yield
+    finally:
+        depth[0] -= 1
+        if depth[0] == 0:
+            key = "passes" if name.startswith("pass ") else name
+            phases[key] = phases.get(key, 0.0) + time.process_time() - c
+
+def recorded_judge(*a, **k):
+    v = _judge(*a, **k)
+    notes = (v.engine_notes or []) + (v.guard_notes or [])
+    decision.append(next((n for n in reversed(notes) if n.startswith("kept ")), "kept the candidate"))
+    return v
+
+gramopt.passes.stage, gramopt.judge.judge = timed_stage, recorded_judge
 
 def peak_reset():
     try:
@@ -70,6 +98,7 @@ for line in sys.stdin:
     out_dir = os.path.dirname(job["out"])
     items = batch_items(job["path"], out_dir, target=job["target"])
     peak_reset()
+    phases.clear(); decision.clear()
     w, c = time.perf_counter(), time.process_time()
     r = optimize_item(asdict(items[0]), {"target": job["target"]}, None)
     w, c = time.perf_counter() - w, time.process_time() - c
@@ -77,7 +106,9 @@ for line in sys.stdin:
         with open(job["out"], "w", encoding="utf-8") as f:
             f.write(r["text"])
     print(json.dumps({"code": r["code"], "wall": w, "cpu": c, "peak_mb": peak_kb() / 1024,
-                      "message": (r.get("message") or "")[:200]}), flush=True)
+                      "message": (r.get("message") or "")[:200],
+                      "phases": {k: round(v, 3) for k, v in phases.items()},
+                      "judge": decision[-1] if decision else None}), flush=True)
 """
 
 

@@ -238,6 +238,53 @@ def test_a_defect_no_pass_explains_falls_back_to_the_input(xgrammar):
     assert "no single pass replayed from the input differs in xgrammar" in v.engine_notes
 
 
+def test_repairs_stop_where_their_work_limit_is_spent(xgrammar):
+    """The repairs pay each check before making it (expanded symbols of the grammar, once per
+    engine and once for the language check, and of each grammar a pass is replayed on): a
+    limit below a step's price stops them there, and the judge goes on to its fallbacks."""
+    from gramopt.grammar.size import grammar_size
+    plain, renamed = ebnf(PLAIN), _rename_root(ebnf(PLAIN))
+    replays = grammar_size(plain) + grammar_size(renamed) + grammar_size(renamed) + grammar_size(_assert_s(renamed))
+    restored = _rename_root(ebnf(PLAIN))
+    restore_price = grammar_size(restored) * 2  # the language check and one engine
+    # limit => (what is kept, whether the repairs say they stopped)
+    table = {
+        None: ("restored", False),
+        replays + restore_price: ("restored", False),
+        replays + restore_price - 1: ("input", True),
+        replays - 1: ("input", True),
+        0: ("input", True),
+    }
+    for limit, (kept, stopped) in table.items():
+        opt, run_all = _optimizer([("rename", _rename_root), ("assert", _assert_s)])
+        opt = Optimizer(*[getattr(opt, f) for f in ("passes", "run_pass", "without", "fallbacks", "same_language",
+                                                     "steps")], repair_work=limit)
+        v = judge(ebnf(PLAIN), run_all(ebnf(PLAIN)), _Target(), opt)
+        assert v.grammar == (restored if kept == "restored" else plain), limit
+        notes = [n for n in v.engine_notes if n.startswith("repairs stopped")]
+        assert notes == ([f"repairs stopped: their work limit ({limit:,} expanded symbols of the grammars "
+                          f"replayed, compared and checked) was spent; the fallbacks follow "
+                          f"(--max-judge-repairs raises it)"] if stopped else []), limit
+
+
+def test_engines_checked_at_once_give_the_verdict_and_counts_of_one_after_another(xgrammar, monkeypatch):
+    """The engines' checks of a candidate run in threads; what the judge says is what checking
+    them in order says, to the mask comparisons counted (those of engines past the first
+    difference are rewound)."""
+    pytest.importorskip("llguidance")
+    import gramopt.judge as judge_module
+    target = _Target(checked_in=("xgrammar", "llguidance", "llama.cpp"))
+
+    def verdict():
+        opt, run_all = _optimizer([("rename", _rename_root), ("assert", _assert_s)])
+        v = judge(ebnf(PLAIN), run_all(ebnf(PLAIN)), target, opt)
+        return write(v.grammar), v.engine_notes, v.dropped, v.comparisons
+    at_once = verdict()
+    monkeypatch.setattr(judge_module, "_at_once", lambda calls: [c() for c in calls])
+    assert verdict() == at_once
+    assert at_once[1][-1] == "kept the passes' output without pass assert's rewrite of s (the input's definition restored)"
+
+
 def test_a_target_promising_no_engine_is_not_checked():
     opt, _ = _optimizer([("assert", _assert_s)])
     v = judge(ebnf(PLAIN), ebnf(ASSERTED), _Target(checked_in=()), opt)
@@ -275,6 +322,7 @@ def test_work_limit_flag_reaches_the_limits():
     from gramopt.grammar import GrammarError
     with pytest.raises(GrammarError, match="--max-engine-check-steps must not be negative"):
         WorkLimits(max_engine_check_steps=-1)
+    assert WorkLimits(max_judge_repairs=5).engine_limits().judge_repair_work == 5
 
 
 def test_cli_flag_bad_value_is_a_usage_error(tmp_path, capsys):

@@ -34,6 +34,7 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Iterator, Mapping
 
 from .. import targets
@@ -154,7 +155,10 @@ def optimize_item(item: dict, options: "Options | Mapping", cache_dir: str | Non
     from .guard import LimitReached, guarded
     try:
         with guarded(max_memory=max_memory):  # --max-memory holds in each worker too
-            text, result = _optimize(it, options)
+            try:
+                text, result = _optimize(it, options)
+            finally:
+                return_freed_memory()
     except LimitReached as e:
         return {"name": it.name, "code": EXIT_USAGE, "message": f"{it.name}: error: {e}",
                 "seconds": time.perf_counter() - t0, "text": None, "cached": False}
@@ -172,6 +176,27 @@ def optimize_item(item: dict, options: "Options | Mapping", cache_dir: str | Non
         "".join(f"; stopped: {w}" for w in result.report.stops)
     return {"name": it.name, "code": EXIT_OK, "message": f"κ {before} → {after}{warned}",
             "seconds": time.perf_counter() - t0, "text": text, "cached": False}
+
+
+def return_freed_memory() -> None:
+    """Give the pages freed by an item back to the system before the next item (glibc's
+    ``malloc_trim``: its arenas, one per thread that allocated, keep freed pages otherwise, and
+    a worker's resident memory grows with the largest items it has seen: 1,143 MB after
+    o31057 and four more JSONSchemaBench items, 909 MB with this; 2-9 ms). Elsewhere: nothing."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@lru_cache(maxsize=1)
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None where the C library has none."""
+    import ctypes
+    import ctypes.util
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def internal_error(name: str, e: BaseException, seconds: float = 0.0) -> dict:

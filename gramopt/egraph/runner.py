@@ -39,7 +39,9 @@ class Limits:
     nodes and literal code points per clean-up run, ``inline_work`` in κ of the rule bodies
     the inliner rewrites, ``engine_check_steps`` the judge's mask comparisons per engine
     (``gramopt.judge``: a JSON-schema grammar's check costs ~0.1-0.3 s in xgrammar; 0 turns
-    the engine check off). All are work units (same input, same output on any machine)."""
+    the engine check off), ``judge_repair_work`` the judge's repairs of a rejected output, in
+    expanded symbols of the grammars they replay, compare and check (``judge.RepairWork``).
+    All are work units (same input, same output on any machine)."""
 
     iterations: int = 12
     nodes: int = 60_000
@@ -48,10 +50,11 @@ class Limits:
     cleanup_work: int = 50_000_000
     inline_work: int = 50_000_000
     engine_check_steps: int = 600
+    judge_repair_work: int = 100_000  # 1.4x the most a JSONSchemaBench repair spent (o70295: 69,703)
 
     def __post_init__(self) -> None:
         for name in ("iterations", "nodes", "growth", "safety_seconds", "cleanup_work", "inline_work",
-                     "engine_check_steps"):
+                     "engine_check_steps", "judge_repair_work"):
             if getattr(self, name) < 0:
                 raise ValueError(f"limit {name} must not be negative (got {getattr(self, name)})")
 

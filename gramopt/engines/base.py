@@ -83,8 +83,9 @@ class Engine:
     dialect = "ebnf"   # the dialect it reads
     default = True     # among the engines a benchmark measures when none are named
 
-    def __init__(self, env: Env):
+    def __init__(self, env: Env, threads: int = 1):
         self.env = env
+        self.threads = threads  # threads a compile may use (1: what a benchmark times); same result
         self.missing = self._missing()
 
     @classmethod

@@ -40,10 +40,11 @@ def compile_grammar(grammar: Grammar, vocab):
         raise RuntimeError(f"xgrammar: {first_line(e)}") from None
 
 
-def _compile_text(text: str, vocab):
+def _compile_text(text: str, vocab, threads: int = 1):
     """xgrammar's compiled form of gramopt-written EBNF, whose start rule is always ``root``
-    (the writer renames it: ``formats.ebnf.with_root_start``)."""
-    return plain_compiler()(tokenizer_info(vocab), max_threads=1, cache_enabled=False).compile_grammar(
+    (the writer renames it: ``formats.ebnf.with_root_start``); ``threads``: xgrammar's
+    ``max_threads`` (its token-mask cache is built per parser state, the same with any)."""
+    return plain_compiler()(tokenizer_info(vocab), max_threads=threads, cache_enabled=False).compile_grammar(
         text, root_rule_name=START)
 
 
@@ -124,7 +125,7 @@ class Xgrammar(Engine):
 
     def compile(self, grammar: Grammar):
         try:
-            return _compile_text(self.source(grammar)[1], self.env.vocab)
+            return _compile_text(self.source(grammar)[1], self.env.vocab, self.threads)
         except Exception as e:  # noqa: BLE001 - xgrammar raises RuntimeError and friends
             raise EngineError(f"xgrammar: {first_line(e)}") from None
 

@@ -24,6 +24,8 @@ On a mask difference the culprit is found and dropped, cheapest loss first:
     come back from the input too); a repair is kept only where the language check, the
     cost decision and every engine's check pass;
   * else the pipeline is rerun without the culprit pass (twice at most);
+  * all of the above within ``Optimizer.repair_work`` (``RepairWork``: expanded symbols of
+    every grammar replayed, compared or checked); when it is spent the repairs stop and say so;
   * else the optimizer's fallbacks (the passes without the e-graph ones; the input without
     its redundancy, for a target with ``reduce``), and last the input with only the target's
     fix-ups — checked in the engines too: where even those differ, the input itself.
@@ -35,12 +37,14 @@ same verdict and bytes on any machine.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..grammar import Grammar, GrammarError
 from ..grammar.expr import refs
-from .masks import ENGINE_NAMES, EngineCheck, MaskDifference, NotChecked, installed
+from ..grammar.size import grammar_size
+from .masks import ENGINE_NAMES, EngineCheck, MaskDifference, NotChecked, installed, warm
 
 MAX_DROPS = 2       # passes dropped (the pipeline rerun without them) before the fallbacks
 MAX_RULE_SETS = 6   # rule sets restored per culprit (the single rules first, then all of them)
@@ -52,7 +56,8 @@ class Optimizer:
     it: the pass names in order, one pass on a grammar, the pipeline's output on the input
     with some passes left out, the fallbacks (``(label, grammar)``, the last resort last;
     ``safer=False``: the last resort alone), the language check, the cost models the user
-    named, the engine check's budget in mask comparisons, and samples of the language."""
+    named, the engine check's budget in mask comparisons, samples of the language, and the
+    repairs' work limit (``RepairWork``; None: none)."""
 
     passes: tuple[str, ...]
     run_pass: Callable[[str, Grammar], Grammar]
@@ -62,6 +67,32 @@ class Optimizer:
     steps: int
     models: dict | None = None
     samples: tuple[bytes, ...] = ()
+    repair_work: int | None = None
+
+
+class RepairWork:
+    """What the repairs may still spend, in expanded symbols (``grammar.size.grammar_size``,
+    which every engine's compile and the language check are at most linear in): each grammar
+    a pass is replayed on, each grammar compared in an engine (once per engine), each checked
+    against the input's language. Work units: the same input stops at the same place."""
+
+    def __init__(self, limit: int | None):
+        self.limit, self.left, self.spent_out = limit, limit, False
+
+    def take(self, g: Grammar, times: int = 1) -> bool:
+        """Spend ``times`` × the size of ``g``; False (and nothing spent) when it is not left."""
+        if self.left is None:
+            return True
+        cost = grammar_size(g) * times
+        if cost > self.left:
+            self.spent_out = True
+            return False
+        self.left -= cost
+        return True
+
+    def note(self) -> str:
+        return (f"repairs stopped: their work limit ({self.limit:,} expanded symbols of the grammars replayed, "
+                f"compared and checked) was spent; the fallbacks follow (--max-judge-repairs raises it)")
 
 
 @dataclass
@@ -98,29 +129,64 @@ def engine_versions(target) -> dict[str, str]:
 
 class _Engines:
     """Each engine's check of the input, made on first need; an engine that cannot check
-    the input is left out and named."""
+    the input is left out and named. The engines' checks of one candidate run at once, one
+    thread each (their compiles and masks are native calls that release the GIL: llguidance
+    and xgrammar say so, llama.cpp is called through ctypes); the verdict, the notes and the
+    counts are those of checking them one after another in ``names`` order up to the first
+    that differs (what a later engine spent on that candidate is rewound, ``EngineCheck.mark``)."""
 
     def __init__(self, original: Grammar, names: tuple[str, ...], steps: int, samples: tuple[bytes, ...]):
         self.original, self.names, self.steps, self.samples = original, names, steps, samples
-        self.checks: dict[str, EngineCheck | None] = {}
+        self.checks: dict[str, EngineCheck | None] = {}   # the checks the order above has reached
         self.skipped: list[str] = []
+        self._made: dict[str, tuple[EngineCheck | None, str | None]] = {}  # (check, why not) by engine
+
+    def _make(self, names) -> None:
+        """The input's check in each of ``names`` not made yet, made at once."""
+        todo = [n for n in names if n not in self._made]
+        if todo:
+            warm(todo)
+            for n, made in zip(todo, _at_once([lambda n=n: self._new(n) for n in todo])):
+                self._made[n] = made
+
+    def _new(self, name: str) -> tuple[EngineCheck | None, str | None]:
+        try:
+            return EngineCheck(name, self.original, self.steps, samples=self.samples), None
+        except NotChecked as e:
+            return None, str(e)
 
     def check(self, name: str) -> EngineCheck | None:
         if name not in self.checks:
-            try:
-                self.checks[name] = EngineCheck(name, self.original, self.steps, samples=self.samples)
-            except NotChecked as e:
-                self.checks[name] = None
-                self.skipped.append(str(e))
+            self._make((name,))
+            self.checks[name], why = self._made[name]
+            if why is not None:
+                self.skipped.append(why)
         return self.checks[name]
 
-    def difference(self, cand: Grammar, only: str | None = None) -> MaskDifference | None:
+    def difference(self, cand: Grammar, only: str | None = None, at_once: bool = True) -> MaskDifference | None:
+        """The first engine's difference in ``names`` order (``only``: that engine alone);
+        ``at_once=False`` checks one engine after another (no work spent on speculation: the
+        repairs, whose candidates mostly differ)."""
         if cand == self.original or self.steps <= 0:
             return None
-        for name in (only,) if only else self.names:
+        names = (only,) if only else self.names
+        if not at_once:
+            for name in names:
+                c = self.check(name)
+                d = c.difference(cand) if c is not None else None
+                if d is not None:
+                    return d
+            return None
+        self._make(names)
+        ready = [c for c in (self._made[n][0] for n in names) if c is not None]
+        marks = [c.mark() for c in ready]
+        found = dict(zip(map(id, ready), _at_once([lambda c=c: c.difference(cand) for c in ready])))
+        for name in names:
             c = self.check(name)
-            d = c.difference(cand) if c is not None else None
+            d = found[id(c)] if c is not None else None
             if d is not None:
+                for later, mark in list(zip(ready, marks))[ready.index(c) + 1:]:
+                    later.rewind(mark)  # not asked when checked one after another
                 return d
         return None
 
@@ -139,6 +205,16 @@ class _Engines:
         return line
 
 
+def _at_once(calls: list) -> list:
+    """The results of ``calls`` (functions of no argument), in order, each run in its own
+    thread when there are several; the first exception raised is raised."""
+    if len(calls) <= 1:
+        return [c() for c in calls]
+    with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="engine-check") as pool:
+        futures = [pool.submit(c) for c in calls]
+        return [f.result() for f in futures]
+
+
 def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -> Verdict:
     """The grammar to write in place of ``candidate`` (module docstring), with the notes of
     the "engine-check" and "guard" reports."""
@@ -155,8 +231,8 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
         why = guard.worse(original, c, optimizer.models)
         return None if why is None else f"{guard.name}: {why}"
 
-    def acceptable(c: Grammar) -> bool:
-        return cost_why(c) is None and engines.difference(c) is None
+    def acceptable(c: Grammar, at_once: bool = True) -> bool:
+        return cost_why(c) is None and engines.difference(c, at_once=at_once) is None
 
     def done(grammar: Grammar, notes: list[str], note: str | None) -> Verdict:
         verdict.grammar = grammar
@@ -174,7 +250,8 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
         if diff is None:
             return done(candidate, verdict.engine_notes, None)
         verdict.engine_notes.append(diff.describe())
-        found = _repaired(original, candidate, diff, optimizer, engines, acceptable, verdict)
+        found = _repaired(original, candidate, diff, optimizer, engines, acceptable, verdict,
+                          RepairWork(optimizer.repair_work))
         if found is not None:
             return done(found[1], verdict.engine_notes, f"kept {found[0]}")
     # the fallbacks before the last resort: after an engine's difference all of them, after the
@@ -191,37 +268,58 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
 
 
 def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: Optimizer, engines: _Engines,
-              acceptable: Callable[[Grammar], bool], verdict: Verdict) -> tuple[str, Grammar] | None:
+              acceptable: Callable[..., bool], verdict: Verdict,
+              work: RepairWork) -> tuple[str, Grammar] | None:
     """(label, grammar): the candidate with the culprit's rules restored, or the pipeline
     without the culprit pass, whichever passes every check first (module docstring); None
-    when neither does within ``MAX_DROPS`` culprits."""
+    when neither does within ``MAX_DROPS`` culprits, or within ``work`` (then said in a note)."""
+    found = _repairs(original, out, diff, optimizer, engines, acceptable, verdict, work)
+    if found is None and work.spent_out:
+        verdict.engine_notes.append(work.note())
+    return found
+
+
+def _repairs(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: Optimizer, engines: _Engines,
+             acceptable: Callable[..., bool], verdict: Verdict, work: RepairWork) -> tuple[str, Grammar] | None:
+    """``_repaired`` without its note; every check is paid from ``work`` before it is made."""
+    every = len(engines.names)
     dropped: frozenset = frozenset()
     why: dict[str, str] = {}
     current = out
     for _ in range(MAX_DROPS):
         engine = diff.engine
-        found = _culprit(original, optimizer, dropped, engines, engine)
+        found = _culprit(original, optimizer, dropped, engines, engine, work)
         if found is None:
+            if work.spent_out:
+                return None
             verdict.engine_notes.append(f"no single pass replayed from the input differs in {engine}")
             return None
         culprit, before, after = found
         changed = changed_rules(before, after)
         for rules in rule_sets(changed):
             fixed = restore(current, original, rules)
-            if fixed is None or fixed == current or not optimizer.same_language(original, fixed):
+            if fixed is None or fixed == current:
                 continue
-            if acceptable(fixed):
+            if not work.take(fixed, 1 + every):
+                return None
+            if not optimizer.same_language(original, fixed):
+                continue
+            if acceptable(fixed, at_once=False):
                 what = f"pass {culprit}'s rewrite of {', '.join(rules)} (the input's definition restored)"
                 verdict.dropped.append(what)
                 return f"the passes' output without {what}", fixed
         dropped = dropped | {culprit}
         why[culprit] = f"pass {culprit} ({diff.engine} masks differ)"
+        if not work.take(original, len(optimizer.passes)):
+            return None
         current = optimizer.without(dropped)
         if current == original:
             return None
-        nxt = engines.difference(current)
+        if not work.take(current, every):
+            return None
+        nxt = engines.difference(current, at_once=False)
         if nxt is None:
-            if not acceptable(current):
+            if not acceptable(current, at_once=False):
                 return None
             verdict.dropped += [why[p] for p in sorted(dropped)]
             return f"the passes' output without pass {', '.join(sorted(dropped))}", current
@@ -231,14 +329,19 @@ def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: 
 
 
 def _culprit(original: Grammar, optimizer: Optimizer, dropped: frozenset, engines: _Engines,
-             engine: str) -> tuple[str, Grammar, Grammar] | None:
+             engine: str, work: RepairWork) -> tuple[str, Grammar, Grammar] | None:
     """(pass, its input, its output): the first pass, replayed one at a time from the input
-    (``dropped`` left out), whose output differs from the input in ``engine``."""
+    (``dropped`` left out), whose output differs from the input in ``engine``; None when none
+    does, or when ``work`` is spent first."""
     g = original
     for name in optimizer.passes:
         if name in dropped:
             continue
+        if not work.take(g):
+            return None
         nxt = optimizer.run_pass(name, g)
+        if nxt != g and not work.take(nxt):
+            return None
         if nxt != g and engines.difference(nxt, only=engine) is not None:
             return name, g, nxt
         g = nxt
@@ -289,5 +392,6 @@ def restore(grammar: Grammar, original: Grammar, names) -> Grammar | None:
         return None
 
 
-__all__ = ["ENGINE_NAMES", "MAX_DROPS", "MAX_RULE_SETS", "MaskDifference", "Optimizer", "Verdict", "changed_rules",
+__all__ = ["ENGINE_NAMES", "MAX_DROPS", "MAX_RULE_SETS", "MaskDifference", "Optimizer", "RepairWork", "Verdict",
+           "changed_rules",
            "engine_versions", "engines_for", "judge", "restore", "rule_sets"]

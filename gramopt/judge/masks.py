@@ -122,10 +122,18 @@ def encode(data: bytes) -> list[int]:
     return env.tokenizer.greedy(data)  # TokenizeError is a ValueError
 
 
+def _cores() -> int:
+    """The cores this process may run on."""
+    import os
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 @lru_cache(maxsize=4)
 def _adapter(name: str):
+    """``name``'s adapter over the shared vocabulary, compiling with every core (the judge
+    waits on its compiles; the compiled grammar is the same with any number of threads)."""
     from ..engines import ENGINES
-    eng = ENGINES[name](_env())
+    eng = ENGINES[name](_env(), threads=_cores())
     if eng.missing:
         raise NotChecked(eng.missing)
     eng.prepare()
@@ -135,6 +143,23 @@ def _adapter(name: str):
 @lru_cache(maxsize=1)
 def _groups() -> TokenGroups:
     return TokenGroups(first_bytes(_env().vocab.token_bytes))
+
+
+def warm(names) -> None:
+    """Load, in the calling thread, what every ``EngineCheck`` of ``names`` shares through a
+    per-process cache (the vocabulary, each engine's adapter, the walks' token groups,
+    llguidance's byte tokenizer), so that checks then run in threads never build one twice."""
+    _env()
+    for name in names:
+        if installed(name):
+            try:
+                _adapter(name)
+            except NotChecked:
+                pass
+    _groups()
+    if "llguidance" in names and installed("llguidance"):
+        from ..engines.llguidance import _byte_tokenizer
+        _byte_tokenizer()
 
 
 def _end_ids(name: str) -> frozenset[int]:
@@ -224,6 +249,22 @@ class EngineCheck:
         self.input_errors: list[str] = []  # steps where the input's mask was the engine's error
         self._recognizer = None
         self._verdicts: dict[tuple, MaskDifference | None] = {}
+
+    # ------------------------------------------------------------ bookkeeping
+    def mark(self) -> tuple:
+        """What ``rewind`` restores: the comparisons spent, the input's errors noted and the
+        verdicts kept (a check run on speculation whose verdict is not used)."""
+        return self.spent, len(self.input_errors), set(self._found), set(self._verdicts)
+
+    def rewind(self, mark: tuple) -> None:
+        """Forget what was spent and learnt since ``mark`` (the input's trace stays: it is a
+        function of the input alone)."""
+        self.spent, errors, found, verdicts = mark
+        del self.input_errors[errors:]
+        for k in set(self._found) - found:
+            del self._found[k]
+        for k in set(self._verdicts) - verdicts:
+            del self._verdicts[k]
 
     # ------------------------------------------------------------ the input's trace
     def _trace(self) -> list[_Path]:
@@ -414,4 +455,4 @@ def difference(engine: str, original: Grammar, candidate: Grammar, steps: int, t
 
 
 __all__ = ["ENGINE_NAMES", "STEP_SHARE", "EngineCheck", "MaskDifference", "NotChecked", "difference", "encode",
-           "input_mask_wrong", "installed", "one_side_only"]
+           "input_mask_wrong", "installed", "one_side_only", "warm"]

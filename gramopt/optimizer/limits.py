@@ -45,6 +45,11 @@ class WorkLimits:
         "work limit of the engine check, in token-mask comparisons per engine (default: "
         "egraph.Limits.engine_check_steps; 0 turns it off): the output's masks against the "
         "input's in every engine the target promises (gramopt.judge)", engine="engine_check_steps")
+    max_judge_repairs: int | None = limit(
+        "work limit of the judge's repairs of an output whose masks differ, in expanded symbols of "
+        "the grammars they replay, compare in an engine and check (default: "
+        "egraph.Limits.judge_repair_work); when spent, the judge keeps a fallback and says so",
+        engine="judge_repair_work")
 
     def __post_init__(self) -> None:
         for f in fields(self):
