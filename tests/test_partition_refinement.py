@@ -1,8 +1,12 @@
-"""rewrites.delegation.coarsest_partition (Hopcroft-style refinement) against naive
-refinement, its specification: the same blocks, numbered alike, on random e-class graphs
-and on the e-graphs of the corpus; a chain of 10,000 classes (10,000 naive rounds)."""
+"""Hopcroft-style partition refinement (``grammar.refinement``) against naive refinement,
+its specification, in both its homes: the e-graph's bisimulation
+(``rewrites.delegation.coarsest_partition``) and the clean-up's equal rules
+(``transforms.cleanup.equivalent_rules._blocks``): the same blocks, numbered alike, on
+random inputs and on the corpus; chains of 10,000 (10,000 naive rounds)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -13,7 +17,10 @@ from gramopt.formats import read
 from gramopt.grammar import GrammarError
 from gramopt.rewrites import delegation
 from gramopt.rewrites.delegation import coarsest_partition, signature
+from gramopt.grammar import Grammar, Literal, Ref, Rule, alt, seq
+from gramopt.transforms.cleanup import equivalent_rules
 from examples import examples
+from test_cleanup_support import grammars
 
 
 def naive_partition(classes) -> dict[int, int]:
@@ -105,3 +112,53 @@ def test_the_same_blocks_as_naive_refinement_on_the_corpus(corpus):
         compared += 1
         assert coarsest_partition(classes) == naive_partition(classes), p.name
     assert compared > len(paths) // 2
+
+
+# ---------------------------------------------------------------- equal rules (clean-up)
+
+
+def naive_blocks(grammar) -> dict[str, int]:
+    """``equivalent_rules._blocks`` as it was: every signature, every round."""
+    bodies = equivalent_rules.unfolded_bodies(grammar)[0]
+    names, known = grammar.names, set(grammar.names)
+    templates, shape, named, memo = {}, {}, {}, {}
+    for r in grammar.rules:
+        template, named[r.name] = equivalent_rules._template(bodies[r.name], known, memo)
+        shape[r.name] = templates.setdefault(template, len(templates))
+    pinned = [r.name for r in grammar.rules if r.pinned]
+    block = {n: 0 for n in names} | {n: i for i, n in enumerate(pinned, 1)}
+    count = 1 + len(pinned)
+    while True:
+        sigs, new = {}, {}
+        for n in names:
+            new[n] = sigs.setdefault((block[n], shape[n], tuple(block[m] for m in named[n])), len(sigs))
+        block = new
+        if len(sigs) == count:
+            return block
+        count = len(sigs)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(grammars(), st.lists(st.booleans(), max_size=4))
+def test_equal_rules_the_same_blocks_as_naive_refinement(grammar, pins):
+    rules = tuple(replace(r, lookahead=Literal("z")) if pin else r  # an assertion pins a rule
+                  for r, pin in zip(grammar.rules, pins + [False] * len(grammar.rules)))
+    g = Grammar(rules, grammar.start, dialect=grammar.dialect)
+    assert [r.pinned for r in g.rules] == (pins + [False] * 4)[:len(g.rules)]
+    assert equivalent_rules.blocks(g) == naive_blocks(g)
+
+
+def test_equal_rules_on_a_chain_of_10000_rules_and_the_corpus(corpus):
+    n = 10_000  # r_i ::= "x" r_{i+1} | "y": all different (their lengths differ)
+    chain = Grammar(tuple(Rule(f"r{i}", alt(seq(Literal("x"), Ref(f"r{i + 1}")), Literal("y"))) for i in range(n))
+                    + (Rule(f"r{n}", Literal("y")),), "r0")
+    assert len(set(equivalent_rules.blocks(chain).values())) == n + 1
+    compared = 0
+    for p in sorted(p for p in corpus.rglob("*") if p.suffix in (".gbnf", ".ebnf", ".lark", ".cfg")):
+        try:
+            g = read(str(p))
+        except GrammarError:
+            continue
+        assert equivalent_rules.blocks(g) == naive_blocks(g), p.name
+        compared += 1
+    assert compared > 100
