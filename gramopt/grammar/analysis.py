@@ -273,42 +273,53 @@ def inlined_depth(grammar: Grammar) -> int:
     it, as far as it goes (a reference within a component is a leaf; a leaf is 1). An
     engine that inlines non-recursive rules (llguidance makes them lexemes) or walks rule
     references recursively goes about this deep. The references between components form a
-    DAG, so the inlining ends. Computed without recursion, each body once."""
-    bodies = {**{("t", r.name): r.body for r in grammar.terminals}, **{("r", r.name): r.body for r in grammar.rules}}
-    graph = {k: [x for x in dict.fromkeys(_definitions_used(b)) if x in bodies] for k, b in bodies.items()}
+    DAG, so the inlining ends. Computed without recursion, each body walked once."""
+    return _INLINED_DEPTH.get(grammar, _inlined_depth)
+
+
+_INLINED_DEPTH = IdentityMemo(4)  # the judge asks it of a grammar in each llguidance check
+
+
+def _inlined_depth(grammar: Grammar) -> int:
+    shapes = {**{("t", r.name): _shape(r.body) for r in grammar.terminals},
+              **{("r", r.name): _shape(r.body) for r in grammar.rules}}
+    graph = {k: [x for x in dict.fromkeys(x for x, _ in refs) if x in shapes] for k, (_, refs) in shapes.items()}
     comp = {k: i for i, c in enumerate(_cyclic(graph)) for k in c}
-    below = {k: [x for x in graph[k] if x not in comp or comp[x] != comp.get(k)] for k in graph}
     done: dict[tuple[str, str], int] = {}
     for root in graph:
         work = [root]
         while work:
             k = work[-1]
-            todo = [x for x in below[k] if x not in done]
+            below = [x for x in graph[k] if x not in comp or comp[x] != comp.get(k)]
+            todo = [x for x in below if x not in done]
             if todo:
                 work.extend(todo)
                 continue
             work.pop()
             if k not in done:
-                done[k] = _depth_with(bodies[k], {x: done[x] for x in below[k]})
+                own, refs = shapes[k]
+                done[k] = max([own] + [at + done[x] for x, at in refs if x in done and x in below])
     return max(done.values(), default=0)
 
 
-def _definitions_used(e: Expr) -> list[tuple[str, str]]:
-    """The rules ("r", name) and Lark terminals ("t", name) that ``e`` references."""
-    return [("r", x.name) if isinstance(x, Ref) else ("t", x.name) for x in walk(e) if isinstance(x, (Ref, Terminal))]
-
-
-def _depth_with(e: Expr, below: dict[tuple[str, str], int]) -> int:
-    """Nesting depth of ``e`` where a reference to a definition of ``below`` has that
-    definition's depth below it."""
-    best, stack = 0, [(e, 1)]
+def _shape(e: Expr) -> tuple[int, list[tuple[tuple[str, str], int]]]:
+    """``e``'s nesting depth (a leaf is 1) and, for each reference to a rule ("r", name) or
+    a Lark terminal ("t", name), the depth it sits at."""
+    best, refs, stack = 0, [], [(e, 1)]
+    pop, push = stack.pop, stack.append
     while stack:
-        x, d = stack.pop()
-        if isinstance(x, (Ref, Terminal)):
-            d += below.get(("r" if isinstance(x, Ref) else "t", x.name), 0)
-        best = max(best, d)
-        stack.extend((c, d + 1) for c in x.children())
-    return best
+        x, d = pop()
+        if d > best:
+            best = d
+        t = type(x)
+        if t is Ref:
+            refs.append((("r", x.name), d))
+        elif t is Terminal:
+            refs.append((("t", x.name), d))
+        else:
+            for c in x.children():
+                push((c, d + 1))
+    return best, refs
 
 
 # ---------------------------------------------------------------- FIRST sets
