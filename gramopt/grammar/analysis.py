@@ -205,6 +205,7 @@ def _cyclic(graph: dict[str, list[str]]) -> list[list[str]]:
     on_stack: set[str] = set()
     stack: list[str] = []
     comps: list[list[str]] = []
+    order = {v: i for i, v in enumerate(graph)}
     counter = 0
     for root in graph:
         if root in index:
@@ -237,7 +238,7 @@ def _cyclic(graph: dict[str, list[str]]) -> list[list[str]]:
                     if w == v:
                         break
                 if len(comp) > 1 or v in graph.get(v, []):
-                    comps.append(sorted(comp, key=list(graph).index))
+                    comps.append(sorted(comp, key=order.__getitem__))
             if work:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[v])
