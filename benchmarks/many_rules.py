@@ -7,7 +7,9 @@ The grammars are generated (``many_rules``): N small rules in a tree — rule i 
 rules 2i+1 and 2i+2 (when they exist) — each body a mix of literals, a character class, an
 alternation, an optional and references, as in machine-written grammars (one rule per
 schema property, per enum value, per keyword). ``--shape chain`` makes rule i reference
-rule i+1 only (a derivation N rules deep). Each command runs in a child process
+rule i+1 only (a derivation N rules deep); ``--shape nested`` is one rule of N nested
+optional groups, ``root ::= "a" ("a" ("a" …)?)?`` (llama.cpp's converter writes a bounded
+repetition so; the reader lifts it into about N/23 rules: ``tests/test_deep_nesting.py``). Each command runs in a child process
 (``python -m gramopt``); its peak resident set comes from ``wait4``'s rusage. The figures
 show whether the cost is near-linear in N: the ratio of time per rule between sizes is
 printed beside them.
@@ -28,7 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def many_rules(n: int, shape: str = "tree") -> str:
-    """A GBNF grammar of ``n`` small rules (module docstring), deterministic in ``n``."""
+    """A GBNF grammar of ``n`` small rules, or of ``n`` nested groups (module docstring),
+    deterministic in ``n``."""
+    if shape == "nested":
+        return 'root ::= "a" ' + '("a" ' * n + ")?" * n + "\n"
     lines = []
     for i in range(n):
         kids = [k for k in ((2 * i + 1, 2 * i + 2) if shape == "tree" else (i + 1,)) if k < n]
@@ -63,7 +68,7 @@ def run(argv: list[str], timeout: float) -> tuple[int, float, float, float]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,5000,10000")
-    ap.add_argument("--shape", choices=("tree", "chain"), default="tree")
+    ap.add_argument("--shape", choices=("tree", "chain", "nested"), default="tree")
     ap.add_argument("--target", default="portable")
     ap.add_argument("--commands", default="analyze,optimize")
     ap.add_argument("--timeout", type=float, default=600)

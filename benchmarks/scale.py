@@ -3,10 +3,11 @@ grammars of N rules, for the default target and ``--target xgrammar``.
 
     python benchmarks/scale.py [--sizes 1000,5000,10000,92000] [--targets default,xgrammar]
                                [--commands analyze,optimize] [--timeout 900] [--keep DIR]
-                               [--extra ARG ...]
+                               [--extra ARG ...] [--shape tree|chain|nested]
 
 The grammars are ``many_rules.many_rules(N)`` (``benchmarks/many_rules.py``: N small rules in
-a binary tree, as in machine-written grammars; 92,000 rules is the issue's 6 MB file). Each
+a binary tree, as in machine-written grammars; 92,000 rules is the issue's 6 MB file;
+``--shape nested``: N nested optional groups, the 10,000-level chain of issue 24). Each
 command runs in a child process (``python -m gramopt``) started from this parent, which
 imports nothing of gramopt, so the child's figures are its own: CPU time (user + system)
 and peak resident set come from ``wait4``'s rusage (``ru_maxrss``: the kernel's figure,
@@ -60,6 +61,7 @@ def main(argv=None) -> int:
     ap.add_argument("--targets", default="default,xgrammar")
     ap.add_argument("--commands", default="analyze,optimize")
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--shape", choices=("tree", "chain", "nested"), default="tree")
     ap.add_argument("--keep", default=None, help="write the generated grammars (and outputs) here")
     ap.add_argument("--extra", action="append", default=[], help="one more argument for optimize (repeatable)")
     args = ap.parse_args(argv)
@@ -68,9 +70,9 @@ def main(argv=None) -> int:
     print("| N rules | bytes | stage | exit | wall s | CPU s | peak MB | load 1-min | |")
     print("|---:|---:|---|---:|---:|---:|---:|---:|---|")
     for n in (int(x) for x in args.sizes.split(",")):
-        path = os.path.join(folder, f"tree-{n}.gbnf")
+        path = os.path.join(folder, f"{args.shape}-{n}.gbnf")
         with open(path, "w", encoding="utf-8") as f:
-            f.write(many_rules(n))
+            f.write(many_rules(n, args.shape))
         for label, cmd in commands(path, args.targets.split(","), args.commands.split(","), args.extra):
             code, wall, cpu, peak = run(cmd, args.timeout)
             print(f"| {n} | {os.path.getsize(path)} | {label} | {code} | {wall:.1f} | {cpu:.1f} | {peak:.0f} "

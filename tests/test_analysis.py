@@ -88,3 +88,20 @@ def test_analyze_report_fields():
     assert (r.kappa, r.rules, r.nonterminals, r.productions) == (15, 2, 2, 4)
     assert '"kappa": 15' in r.to_json()
     assert "kappa" in r.format()
+
+
+def test_inlined_depth():
+    from gramopt.formats import parse
+    from gramopt.grammar.analysis import inlined_depth
+    cases = {  # GBNF => the depth with every non-recursive reference's body one level below it
+        'root ::= "a"\n': 1,
+        'root ::= "a" ("a" ("a")?)?\n': 5,                        # seq, opt, seq, opt, "a"
+        'root ::= a\na ::= b\nb ::= "x"\n': 3,                      # a reference is a level
+        'root ::= "a" b\nb ::= "c" | "d" b\n': 5,                   # b's own reference is a leaf
+        'root ::= a a\na ::= "x" b\nb ::= "y" a | "z"\n': 4,        # a and b: one component, refs leaves
+        "".join(f'r{i} ::= "a" r{i + 1}\n' for i in range(100)).replace("r0 ::=", "root ::=") + 'r100 ::= "b"\n': 201,
+    }
+    for text, want in cases.items():
+        assert inlined_depth(parse(text, "gbnf")) == want, text
+    lark = parse('start: A b\nb: B | "x" b\nA: B "y"\nB: "z"\n', "lark")
+    assert inlined_depth(lark) == 5  # terminals inline like rules: start, A, its seq, B

@@ -147,3 +147,24 @@ def test_schema_o70295_is_refused_in_one_line_for_llamacpps_escape(tmp_path, cap
                "-o", tmp_path / "out.gbnf") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith(f"{src}:1:1: error:") and "bad escape" in err[0]
+
+
+# ---------------------------------------------------------------- engines
+
+
+def starred_chain(n: int) -> str:
+    """``r_i ::= ("a" r_{i+1})*``, n rules: llguidance 1.9.1's stack overflows (a segmentation
+    fault) at 2,000 of them, an inlined depth of 6,001."""
+    return ("".join(f'r{i} ::= ("a" r{i + 1})*\n' for i in range(n)) + f'r{n} ::= "b"\n').replace("r0 ::=", "root ::=")
+
+
+def test_llguidance_is_not_given_a_grammar_past_its_stack():
+    pytest.importorskip("llguidance")
+    from gramopt.engines import llguidance
+    from gramopt.judge.masks import EngineCheck, NotChecked
+    deep = parse(starred_chain(3000), "gbnf")
+    assert "9,001 levels deep" in llguidance.too_deep(deep)
+    assert llguidance.too_deep(parse(starred_chain(900), "gbnf")) is None  # 2,701: given
+    assert llguidance.engine_difference(deep, parse(starred_chain(2999), "gbnf")) is None
+    with pytest.raises(NotChecked, match="llguidance refuses the input .llguidance: not given a grammar nested"):
+        EngineCheck("llguidance", deep, steps=50)

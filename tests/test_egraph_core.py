@@ -50,3 +50,35 @@ def test_extraction_never_picks_unproductive_recursion():
     from gramopt.verify.reference import Recognizer
     r = Recognizer(out)
     assert r.accepts(b"a") and r.accepts(b"aaaa") and not r.accepts(b"")
+
+
+def _rounds_nullable(snap):
+    """Nullable classes as they were computed: rounds over every class until none changes."""
+    from gramopt.egraph.rewrite import node_nullable
+    out, changed = set(), True
+    while changed:
+        changed = False
+        for c, nodes in snap.classes.items():
+            if c not in out and any(node_nullable(n, out) for n in nodes):
+                out.add(c)
+                changed = True
+    return out
+
+
+def test_nullable_classes_the_least_fixpoint_of_the_rounds():
+    from hypothesis import given, settings
+    from examples import examples
+    from gramopt.egraph.lower import ENode, Snapshot
+    from gramopt.egraph.rewrite import nullable_classes
+    from test_partition_refinement import class_graphs
+
+    @settings(max_examples=examples(600), deadline=None)
+    @given(class_graphs())
+    def same(classes):
+        snap = Snapshot(classes, {}, {}, 0)
+        assert nullable_classes(snap) == _rounds_nullable(snap)
+
+    same()
+    n = 10_000  # a chain: class i = class i+1 ?; the last one ε
+    chain = {i: [ENode("Alt", None, (i + 1, n + 1))] for i in range(n)} | {n: [ENode("Eps", None)], n + 1: [ENode("Tok", 0)]}
+    assert nullable_classes(Snapshot(chain, {}, {}, 0)) == set(range(n + 1))

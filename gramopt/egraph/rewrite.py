@@ -59,18 +59,44 @@ class Context:
 
 
 def nullable_classes(snap: Snapshot) -> set[int]:
+    """The least set closed under ``node_nullable``, by a worklist: a Seq node waits for
+    its distinct children (a count), an Alt node for any child, a Rep node of min > 0 for
+    its item; a class enters once, when its first node holds. Linear in the e-nodes (a
+    round per level over every class, as it was, is quadratic on a chain)."""
     out: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for c, nodes in snap.classes.items():
-            if c in out:
+    waiting: dict[int, list[tuple[int, int]]] = {}  # child -> (class, node number) waiting on it
+    need: list[int] = []
+    owner: list[int] = []
+    ready: list[int] = []
+    for c, nodes in snap.classes.items():
+        for n in nodes:
+            k = n.kind
+            if k == "Eps" or k == "Rep" and n.data[0] == 0:
+                ready.append(c)
                 continue
-            for n in nodes:
-                if node_nullable(n, out):
-                    out.add(c)
-                    changed = True
-                    break
+            if k == "Seq":
+                kids = list(dict.fromkeys(n.children))
+                if not kids:
+                    ready.append(c)
+                    continue
+            elif k == "Alt" or k == "Rep":
+                kids = list(dict.fromkeys(n.children))
+            else:
+                continue  # Tok atoms consume a symbol; R is a name, not a structure
+            i = len(need)
+            need.append(len(kids) if k == "Seq" else 1)
+            owner.append(c)
+            for ch in kids:
+                waiting.setdefault(ch, []).append((c, i))
+    while ready:
+        c = ready.pop()
+        if c in out:
+            continue
+        out.add(c)
+        for _, i in waiting.get(c, ()):
+            need[i] -= 1
+            if need[i] == 0 and owner[i] not in out:
+                ready.append(owner[i])
     return out
 
 

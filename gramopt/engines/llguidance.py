@@ -40,11 +40,17 @@ from dataclasses import dataclass
 
 from ..formats import GBNF, LARK, token_atoms, write
 from ..grammar import Grammar
+from ..grammar.analysis import inlined_depth
 from ..verify.derivations import heights, random_sentence
 from ..verify.symbols import compile_grammar
 from .base import Engine, EngineError, EngineMatcher
 
 EOS = 256
+MAX_INLINED_DEPTH = 3000
+"""The deepest grammar (``grammar.analysis.inlined_depth``) handed to llguidance: its Rust
+recursion overflows the 8 MB main-thread stack (a segmentation fault, no error) past about
+4,200 levels of rule chains under ``*`` and 6,000 of plain chains and nested optionals
+(llguidance 1.9.1, measured); deeper grammars are refused as an ``EngineError``."""
 BYTE_SENTENCES = 48  # sentences of the original followed byte by byte
 
 
@@ -82,8 +88,19 @@ def _byte_tokenizer():
     return _TOKENIZER
 
 
+def too_deep(grammar: Grammar) -> str | None:
+    """Why llguidance must not be given ``grammar`` (``MAX_INLINED_DEPTH``), or None."""
+    d = inlined_depth(grammar)
+    if d <= MAX_INLINED_DEPTH:
+        return None
+    return (f"llguidance: not given a grammar nested {d:,} levels deep with its non-recursive rules "
+            f"inlined (past {MAX_INLINED_DEPTH:,}, its stack overflows)")
+
+
 def _matcher(grammar: Grammar):
     import llguidance as llg
+    if too_deep(grammar):
+        return None
     m = llg.LLMatcher(_byte_tokenizer(), llg.grammar_from("gbnf", write(grammar, "gbnf")), log_level=0)
     return None if m.is_error() else m
 
@@ -232,6 +249,9 @@ class Llguidance(Engine):
         import llguidance as llg
         import llguidance.numpy as llnp
         kind, text = self.source(grammar)
+        why = too_deep(grammar)
+        if why:
+            raise EngineError(why)
         m = llg.LLMatcher(self._tok(), llg.grammar_from(kind, text), log_level=0)
         if m.is_error():
             raise EngineError(f"llguidance: {m.get_error().strip().splitlines()[0][:160]}")

@@ -205,6 +205,7 @@ def _cyclic(graph: dict[str, list[str]]) -> list[list[str]]:
     on_stack: set[str] = set()
     stack: list[str] = []
     comps: list[list[str]] = []
+    order = {v: i for i, v in enumerate(graph)}
     counter = 0
     for root in graph:
         if root in index:
@@ -237,7 +238,7 @@ def _cyclic(graph: dict[str, list[str]]) -> list[list[str]]:
                     if w == v:
                         break
                 if len(comp) > 1 or v in graph.get(v, []):
-                    comps.append(sorted(comp, key=list(graph).index))
+                    comps.append(sorted(comp, key=order.__getitem__))
             if work:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[v])
@@ -265,6 +266,61 @@ def recursive_references(grammar: Grammar) -> int:
 
 def _ref_occurrences(e: Expr) -> list[str]:
     return [x.name for x in walk(e) if isinstance(x, Ref)]
+
+
+def inlined_depth(grammar: Grammar) -> int:
+    """The deepest nesting of the grammar once every reference to a rule (or Lark terminal)
+    of another strongly connected component is given that definition's body one level below
+    it, as far as it goes (a reference within a component is a leaf; a leaf is 1). An
+    engine that inlines non-recursive rules (llguidance makes them lexemes) or walks rule
+    references recursively goes about this deep. The references between components form a
+    DAG, so the inlining ends. Computed without recursion, each body walked once."""
+    return _INLINED_DEPTH.get(grammar, _inlined_depth)
+
+
+_INLINED_DEPTH = IdentityMemo(4)  # the judge asks it of a grammar in each llguidance check
+
+
+def _inlined_depth(grammar: Grammar) -> int:
+    shapes = {**{("t", r.name): _shape(r.body) for r in grammar.terminals},
+              **{("r", r.name): _shape(r.body) for r in grammar.rules}}
+    graph = {k: [x for x in dict.fromkeys(x for x, _ in refs) if x in shapes] for k, (_, refs) in shapes.items()}
+    comp = {k: i for i, c in enumerate(_cyclic(graph)) for k in c}
+    done: dict[tuple[str, str], int] = {}
+    for root in graph:
+        work = [root]
+        while work:
+            k = work[-1]
+            below = [x for x in graph[k] if x not in comp or comp[x] != comp.get(k)]
+            todo = [x for x in below if x not in done]
+            if todo:
+                work.extend(todo)
+                continue
+            work.pop()
+            if k not in done:
+                own, refs = shapes[k]
+                done[k] = max([own] + [at + done[x] for x, at in refs if x in done and x in below])
+    return max(done.values(), default=0)
+
+
+def _shape(e: Expr) -> tuple[int, list[tuple[tuple[str, str], int]]]:
+    """``e``'s nesting depth (a leaf is 1) and, for each reference to a rule ("r", name) or
+    a Lark terminal ("t", name), the depth it sits at."""
+    best, refs, stack = 0, [], [(e, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        x, d = pop()
+        if d > best:
+            best = d
+        t = type(x)
+        if t is Ref:
+            refs.append((("r", x.name), d))
+        elif t is Terminal:
+            refs.append((("t", x.name), d))
+        else:
+            for c in x.children():
+                push((c, d + 1))
+    return best, refs
 
 
 # ---------------------------------------------------------------- FIRST sets
