@@ -5,8 +5,9 @@
 Counts, in ``ROOT/gramopt`` (default: this checkout):
 - dialect names compared as strings outside ``gramopt/formats`` (``== "gbnf"``, ``in ("lark", …)``,
   ``.dialect == …``): lines and files;
-- loops that rerun passes until nothing changes (``for … in range(N)`` whose body compares the
-  grammar with the one the round started from): where, with their caps;
+- loops that rerun passes until nothing changes (a ``while`` loop or a ``for … in range(N)`` whose
+  body runs a round on what the last round gave and stops when a round changed nothing): where,
+  with their caps;
 - pass registries (module-level ``PASSES``, ``IR_PASSES``, ``RESHAPINGS``, ``CLEANUPS`` names), and
   apart from them the pipelines (``DEFAULT_PASSES``, ``REQUEST_PASSES``: lists of registry names);
 - modules per package;
@@ -47,30 +48,87 @@ def dialect_comparisons(pkg: pathlib.Path) -> list[str]:
 
 
 def fixpoint_loops(pkg: pathlib.Path) -> list[str]:
-    """``for`` loops over ``range(CAP)`` (a literal or a ``…limit…`` / ``…rounds…`` name: a cap
-    on rounds, not a length) that end on a ``break`` when a round changed nothing: the body
-    rebinds a name from a call and breaks on a test of it against another value (``g == start``,
-    ``not names``; not a search's ``x is None``)."""
+    """Loops that rerun a step until a round changes nothing: a ``while`` loop, or a ``for`` loop over
+    ``range(CAP)`` (a literal or a ``…limit…`` / ``…rounds…`` name: a cap on rounds, not a length),
+    whose body runs a round (``_rounds``: a name rebound from a call that takes what the round
+    started from) and stops (``break``/``return``, or the ``while`` test) on a test of a name rebound
+    from a call (``g == start``, ``not names``; not a search's ``x is None``)."""
     out = []
     for p in sorted(pkg.rglob("*.py")):
         if p.relative_to(pkg).parts[0] in ("runtime", "sampling"):  # decoding loops, not passes
             continue
         tree = ast.parse(p.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.For) and isinstance(node.iter, ast.Call)
-                    and getattr(node.iter.func, "id", "") == "range"):
+            if isinstance(node, ast.While):
+                cap, tests = "none", [node.test]
+            elif (isinstance(node, ast.For) and isinstance(node.iter, ast.Call)
+                  and getattr(node.iter.func, "id", "") == "range"):
+                cap, tests = ast.unparse(node.iter.args[-1]) if node.iter.args else "?", []
+                if not (cap.isdigit() or re.fullmatch(r"\w*(limit|rounds?)\w*", cap)):  # a length, not a cap
+                    continue
+            else:
                 continue
-            rebound = {t.id for n in ast.walk(node) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
-                       for tt in n.targets for t in ast.walk(tt) if isinstance(t, ast.Name)}
-            stops = [n for n in ast.walk(node) if isinstance(n, ast.If)
-                     and any(isinstance(b, (ast.Break, ast.Return)) for b in n.body)
-                     and {x.id for x in ast.walk(n.test) if isinstance(x, ast.Name)} & rebound
-                     and not _against_a_constant(n.test)]
-            cap = ast.unparse(node.iter.args[-1]) if node.iter.args else "?"
-            fixed = cap.isdigit() or re.fullmatch(r"\w*(limit|rounds?)\w*", cap)  # a round cap, not a length
-            if stops and fixed:
+            rounds = _rounds(node)
+            tests += [n.test for n in ast.walk(node) if isinstance(n, ast.If)
+                      and any(isinstance(b, (ast.Break, ast.Return)) for b in n.body)]
+            if rounds and any(_unchanged(t, rounds) for t in tests):
                 out.append(f"{p.relative_to(pkg.parent)}:{node.lineno} (cap {cap})")
     return out
+
+
+def _assignments(loop: ast.AST) -> list[ast.Assign | ast.AnnAssign]:
+    return [n for n in ast.walk(loop) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+
+
+def _targets(a: ast.Assign | ast.AnnAssign) -> set[str]:
+    """The names an assignment rebinds (``x = …``, ``x, y = …``; not ``x[i] = …``)."""
+    todo, out = list(a.targets if isinstance(a, ast.Assign) else [a.target]), set()
+    while todo:
+        t = todo.pop()
+        if isinstance(t, ast.Name):
+            out.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            todo.extend(t.elts)
+    return out
+
+
+def _rounds(loop: ast.AST) -> set[str]:
+    """The names bound by a round: an assignment from a call that takes back what it gave,
+    directly (``g, names = round_(g)``) or through the loop's assignments (``new = step(value)``
+    … ``value = new``), binds its every name (``g``, ``names``; ``new``)."""
+    flows: dict[str, set[str]] = {}  # name -> names assigned from an expression naming it
+    for a in _assignments(loop):
+        for x in ast.walk(a.value):
+            if isinstance(x, ast.Name):
+                flows.setdefault(x.id, set()).update(_targets(a))
+    out: set[str] = set()
+    for a in _assignments(loop):
+        if not isinstance(a.value, ast.Call):
+            continue
+        args = {x.id for arg in [*a.value.args, *(k.value for k in a.value.keywords)]
+                for x in ast.walk(arg) if isinstance(x, ast.Name)}
+        seen, todo = set(_targets(a)), list(_targets(a))
+        while todo:
+            for m in flows.get(todo.pop(), ()):
+                if m not in seen:
+                    seen.add(m)
+                    todo.append(m)
+        if seen & args:
+            out |= _targets(a)
+    return out
+
+
+def _unchanged(test: ast.expr, rounds: set[str]) -> bool:
+    """``test`` asks whether a round changed anything: ``names`` / ``not names`` or an (in)equality
+    between values, one of them bound by a round (``new == value``); not an ordering (a scanner's
+    ``i < n``), a call (``not os.path.exists(folder)``) or a search's ``x is None``."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if isinstance(test, ast.Name):
+        return test.id in rounds
+    return (isinstance(test, ast.Compare) and not _against_a_constant(test)
+            and all(isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) for op in test.ops)
+            and any(isinstance(x, ast.Name) and x.id in rounds for x in [test.left, *test.comparators]))
 
 
 def _against_a_constant(test: ast.expr) -> bool:

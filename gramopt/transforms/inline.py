@@ -47,6 +47,7 @@ from ..costmodels.kappa import HELPER, expr_syms, rule_kappa
 from ..grammar.dialects import token_atoms
 from ..grammar import (MAX_PASS_DEPTH, Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, depth, refs,
                        transform)
+from .fixpoint import fixpoint
 
 
 def is_leaf(rule: Rule) -> bool:
@@ -86,18 +87,23 @@ def inline_rules(grammar: Grammar, always: Callable[[Rule], bool] | None = None,
                  budget: Budget | None = None) -> tuple[Grammar, list[str]]:
     """Inline every rule whose inlining does not increase κ, and every (unpinned,
     non-recursive) rule of κ ≤ ``ALWAYS_MAX_KAPPA`` for which ``always(rule)`` holds whatever
-    κ says; return the grammar and the inlined names (in order). Rounds to a fixpoint: a rule visited before the
-    rules it names were inlined into it (a leaf only afterwards) gets its second look.
+    κ says; return the grammar and the inlined names (in order). Rounds to a fixpoint
+    (``transforms.fixpoint``): a rule visited before the rules it names were inlined into it (a
+    leaf only afterwards) gets its second look.
     With a ``budget``, it stops at the first candidate that would overrun it, keeping the
     inlinings made so far (each preserves the language); ``budget.spent`` says so."""
     inlined: list[str] = []
     budget = budget or Budget()
-    while not budget.spent:
-        grammar, names = _inline_round(grammar, always, budget)
-        if not names:
-            break
-        inlined += names
-    return grammar, inlined
+
+    def round_(g: Grammar) -> Grammar:
+        if budget.spent:
+            return g
+        g, names = _inline_round(g, always, budget)
+        inlined.extend(names)
+        return g
+
+    # a round that inlines a rule drops it, so rounds that change the grammar number at most its rules
+    return fixpoint(round_, grammar, len(grammar.rules) + 1), inlined
 
 
 SPLICE_SAVING = HELPER + 2
