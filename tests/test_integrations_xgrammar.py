@@ -18,7 +18,6 @@ import pytest
 
 xgr = pytest.importorskip("xgrammar")
 
-from corpus_location import CORPUS  # noqa: E402
 from gramopt.integrations import request  # noqa: E402
 from gramopt.integrations import xgrammar as drop  # noqa: E402
 from gramopt.integrations.request import RequestOptimizer  # noqa: E402
@@ -35,13 +34,19 @@ def info():
                              add_prefix_space=False)
 
 
+# llama.cpp's GBNF as unmodified code sends it: `ws ::= | " "` (an empty alternative) is llama.cpp's
+# JSON grammar's, which plain xgrammar refuses. These tests are about the drop-in's plumbing, so a
+# small grammar: the xgrammar target optimizes it in ~0.5 CPU s, llama.cpp's JSON grammar in ~24
+# (its engine check: test_target_xgrammar covers that grammar's optimized masks).
+LLAMA_GBNF = ('root ::= "[" ws (value ("," ws value)*)? "]"\n'
+              'value ::= "[" ws (value ("," ws value)*)? "]" ws | [0-9]+ ws | "\\"" [a-z ]* "\\"" ws\n'
+              'ws ::= | " " | "\\n" ws\n')
+LLAMA_SAMPLES = ['[1, 22,"ab c" ,[ ],\n[4]]', '[[[7] ], "x",\n ""]']
+
+
 @pytest.fixture
-def json_gbnf():
-    path = CORPUS / "gbnf" / "llamacpp__json.gbnf"
-    if not path.exists():
-        pytest.skip("no corpus")
-    samples = sorted(glob.glob(str(path)[:-5] + ".sample*.txt"))
-    return path.read_text(encoding="utf-8"), [open(s, encoding="utf-8").read() for s in samples[:2]]
+def llama_gbnf():
+    return LLAMA_GBNF, LLAMA_SAMPLES
 
 
 @pytest.fixture(autouse=True)
@@ -73,8 +78,8 @@ def test_the_drop_in_is_xgrammars_class_with_its_constructor(info):
     assert isinstance(c.compile_grammar('root ::= "a" | "b"'), xgr.CompiledGrammar)
 
 
-def test_install_serves_unmodified_code_llamacpp_json(info, json_gbnf):
-    text, samples = json_gbnf
+def test_install_serves_unmodified_code_llamacpp_gbnf(info, llama_gbnf):
+    text, samples = llama_gbnf
     with pytest.raises(Exception):  # plain xgrammar refuses llama.cpp's `ws ::= | " "`
         xgr.GrammarCompiler(info).compile_grammar(text)
     request.configure("xgrammar", budget_s=None)
@@ -86,8 +91,8 @@ def test_install_serves_unmodified_code_llamacpp_json(info, json_gbnf):
     stats = compiler.gramopt.stats()
     assert stats["optimized"] == 1 and stats["cached"] == 1
     plain = xgr.GrammarCompiler(info, max_threads=1).compile_grammar(drop.loadable_text(text))
-    for sample in samples[:1]:  # plain xgrammar takes ~0.5 s a mask on this grammar: one sample's start
-        data = sample.encode()[:48]
+    for sample in samples:
+        data = sample.encode()
         expected = masks_along(plain, data)
         assert b"rejected" not in expected
         assert masks_along(optimized, data) == expected
@@ -122,8 +127,8 @@ STUCK_SECONDS = 90
 SCHEDULING_MARGIN = 15.0
 
 
-def test_a_request_over_budget_is_served_unoptimized_in_time(info, json_gbnf, monkeypatch):
-    text, samples = json_gbnf
+def test_a_request_over_budget_is_served_unoptimized_in_time(info, llama_gbnf, monkeypatch):
+    text, samples = llama_gbnf
     release = threading.Event()
     real = request.optimize_request
 
@@ -149,9 +154,8 @@ def test_a_request_over_budget_is_served_unoptimized_in_time(info, json_gbnf, mo
     assert stats["fell_back"] == 1 and stats["timed_out"] == 1 and stats["optimized"] == 0
     assert masks_along(served, samples[0].encode()) == masks_along(plain, samples[0].encode())
     release.set()  # the overrun ends in the background; its result serves the next request
-    # the overrun runs the judge's engine checks too: ~22 CPU s of xgrammar masks over Qwen's
-    # vocabulary on this grammar, past 120 s of wall time on a loaded 2-core runner; wait for
-    # it to end (the cap is for a hang, not a claim)
+    # the overrun runs the judge's engine checks too; wait for it to end (the cap is for a
+    # hang, not a claim: a loaded 2-core runner can stretch seconds into minutes)
     assert opt.wait_idle(900)
     assert opt.stats()["late"] == 1
     compiler.compile_grammar(text)
@@ -231,8 +235,8 @@ def test_schema_options_reach_the_converter(info):
     assert verdict(loose, b'{"a": 1}')
 
 
-def test_async_variants_compile_off_the_loop(info, json_gbnf):
-    text, samples = json_gbnf
+def test_async_variants_compile_off_the_loop(info, llama_gbnf):
+    text, samples = llama_gbnf
     opt = RequestOptimizer(budget_s=None)
     compiler = drop.GrammarCompiler(info, gramopt=opt)
     ticks = []
@@ -284,10 +288,10 @@ def test_repeats_are_kept_compiled_only_when_xgrammars_cache_is_on(info):
     assert opt.stats()["cached"] == 4  # one compiled-object hit, three optimizer-cache hits
 
 
-def test_a_cpu_bound_overrun_in_the_worker_thread_still_serves_in_time(info, json_gbnf, monkeypatch):
+def test_a_cpu_bound_overrun_in_the_worker_thread_still_serves_in_time(info, llama_gbnf, monkeypatch):
     """The overrun holds the GIL (pure Python, as the optimizer is); the request still gets
     the unoptimized grammar within its budget plus plain xgrammar's compile."""
-    text, samples = json_gbnf
+    text, samples = llama_gbnf
     spin_until = [time.perf_counter() + STUCK_SECONDS]
 
     def spinning(req, target, verify):

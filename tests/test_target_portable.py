@@ -9,7 +9,6 @@ Speed: ``benchmarks/safe_target_bench.py`` (no timing here).
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 
 import numpy as np
@@ -39,14 +38,14 @@ FAST_MASKS = ("llamacpp__json.gbnf", "llamacpp__arithmetic.gbnf", "llamacpp__lis
 README_EXAMPLE = "examples/anbn_g2.ebnf"
 
 
-@functools.lru_cache(maxsize=None)
-def portable_output(path: str):
-    """(input, default-target output) of a corpus file, or None when gramopt cannot read it."""
+def portable_output(path: str, optimized):
+    """(input, default-target output) of a corpus file, or None when gramopt cannot read it;
+    the output computed once per test run (conftest's ``optimized``), for both tests that ask."""
     try:
         g = read(path)
     except GrammarError:
         return None
-    return g, optimize(g, verify=False).grammar
+    return g, optimized(path, verify=False).grammar
 
 
 def _referenced_root(g) -> bool:
@@ -222,9 +221,9 @@ def test_obfuscated_list_comes_back_as_item_plus():
 @pytest.mark.skipif(not GBNF, reason="corpus not found")
 @pytest.mark.parametrize("path", [p if p.name in FAST_MASKS else pytest.param(p, marks=pytest.mark.slow)
                                   for p in GBNF], ids=lambda p: p.name)
-def test_corpus_gbnf_output_has_no_left_recursion_and_loads_in_llamacpp(path, tmp_path_factory):
+def test_corpus_gbnf_output_has_no_left_recursion_and_loads_in_llamacpp(path, tmp_path_factory, optimized):
     """(The default suite takes FAST_MASKS: each output is judged in three engines now.)"""
-    got = portable_output(str(path))
+    got = portable_output(str(path), optimized)
     if got is None:
         pytest.skip("gramopt cannot read it")
     g, out = got
@@ -253,12 +252,12 @@ def _mask_cases(fast: bool):
             for p in WITH_SAMPLES if (p.name in FAST_MASKS) == fast]
 
 
-def _xgrammar_masks_agree(path, qwen, max_tokens):
+def _xgrammar_masks_agree(path, qwen, max_tokens, optimized):
     """xgrammar's masks of the input and of the default output, step by step along every
     sample (cut to ``max_tokens`` Qwen tokens): equal wherever the input's own matcher goes."""
     from gramopt.engines.xgrammar import compile_grammar, matcher
     from gramopt.runtime.tokenize import Tokenizer
-    got = portable_output(str(path))
+    got = portable_output(str(path), optimized)
     if got is None:
         pytest.skip("gramopt cannot read it")
     g, out = got
@@ -301,14 +300,14 @@ def _input_mask_is_the_root_bug(g, qwen, prefix, input_row, output_row, where):
 
 @pytest.mark.skipif(not (HAVE_XGRAMMAR and WITH_SAMPLES), reason="xgrammar or the corpus missing")
 @pytest.mark.parametrize("path", _mask_cases(fast=True))
-def test_xgrammar_masks_equal_along_samples(path, qwen):
-    _xgrammar_masks_agree(path, qwen, 48)
+def test_xgrammar_masks_equal_along_samples(path, qwen, optimized):
+    _xgrammar_masks_agree(path, qwen, 48, optimized)
 
 
 @pytest.mark.skipif(not (HAVE_XGRAMMAR and WITH_SAMPLES), reason="xgrammar or the corpus missing")
 @pytest.mark.parametrize("path", _mask_cases(fast=False))
-def test_xgrammar_masks_equal_along_samples_whole_corpus(path, qwen):
-    _xgrammar_masks_agree(path, qwen, 10_000)
+def test_xgrammar_masks_equal_along_samples_whole_corpus(path, qwen, optimized):
+    _xgrammar_masks_agree(path, qwen, 10_000, optimized)
 
 
 # ---------------------------------------------------------------- every target in its engine(s)
