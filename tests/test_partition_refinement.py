@@ -99,6 +99,7 @@ def test_a_chain_of_10000_classes_takes_three_signatures_a_class(monkeypatch):
     assert naive_partition(chain(300)) == coarsest_partition(chain(300))
 
 
+@pytest.mark.slow  # every corpus grammar's e-graph through the quadratic reference: 16 s; random ones above by default
 def test_the_same_blocks_as_naive_refinement_on_the_corpus(corpus):
     paths = sorted(p for p in corpus.rglob("*") if p.suffix in (".gbnf", ".ebnf", ".lark", ".cfg"))
     assert paths
@@ -148,11 +149,15 @@ def test_equal_rules_the_same_blocks_as_naive_refinement(grammar, pins):
     assert equivalent_rules.blocks(g) == naive_blocks(g)
 
 
-def test_equal_rules_on_a_chain_of_10000_rules_and_the_corpus(corpus):
+def test_equal_rules_on_a_chain_of_10000_rules():
     n = 10_000  # r_i ::= "x" r_{i+1} | "y": all different (their lengths differ)
     chain = Grammar(tuple(Rule(f"r{i}", alt(seq(Literal("x"), Ref(f"r{i + 1}")), Literal("y"))) for i in range(n))
                     + (Rule(f"r{n}", Literal("y")),), "r0")
     assert len(set(equivalent_rules.blocks(chain).values())) == n + 1
+
+
+@pytest.mark.slow  # the corpus through the quadratic reference; random grammars above by default
+def test_equal_rules_the_same_blocks_as_naive_refinement_on_the_corpus(corpus):
     compared = 0
     for p in sorted(p for p in corpus.rglob("*") if p.suffix in (".gbnf", ".ebnf", ".lark", ".cfg")):
         try:
