@@ -26,6 +26,7 @@ import numpy as np
 
 from ..formats import write
 from ..grammar import Grammar, GrammarError
+from ..grammar.memo import IdentityMemo
 
 
 class EngineError(Exception):
@@ -66,6 +67,12 @@ class EngineMatcher:
 
     def accept(self, token: int) -> bool:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def accept_allowed(self, token: int) -> bool:
+        """``accept`` of a token the caller saw allowed by this state's mask (filled here, or
+        one known equal: the same engine state). An engine that guards ``accept`` with its
+        own mask (llama.cpp) may skip that guard; the others accept as usual."""
+        return self.accept(token)
 
     def reset(self) -> None:  # pragma: no cover - interface
         raise NotImplementedError
@@ -134,9 +141,22 @@ class Engine:
         """The grammar as the engine reads it; a construct the dialect cannot spell is the
         engine refusing the grammar."""
         try:
-            return write(grammar, dialect or self.dialect)
+            return printed_as(grammar, dialect or self.dialect)
         except GrammarError as e:
             raise EngineError(e.message if hasattr(e, "message") else str(e).splitlines()[0]) from None
+
+
+_PRINTED: dict[str, IdentityMemo] = {}
+
+
+def printed_as(grammar: Grammar, dialect: str) -> str:
+    """``write(grammar, dialect)``, remembered for the last few grammars (the same objects:
+    ``grammar.memo``; ``write`` is a pure function of them). The judge asks for one grammar's
+    text several times per engine (its source compared, its compile, llguidance's byte
+    check; llguidance and llama.cpp both read GBNF), and printing 10,000 rules takes seconds.
+    A grammar the dialect cannot spell raises each time (nothing is remembered)."""
+    memo = _PRINTED.setdefault(dialect, IdentityMemo(4))
+    return memo.get(grammar, lambda g: write(g, dialect))
 
 
 def first_line(e: Exception, limit: int = 160) -> str:
@@ -144,4 +164,4 @@ def first_line(e: Exception, limit: int = 160) -> str:
     return (str(e).strip().splitlines() or [""])[0][:limit]
 
 
-__all__ = ["Engine", "EngineError", "EngineMatcher", "Env", "first_line"]
+__all__ = ["Engine", "EngineError", "EngineMatcher", "Env", "first_line", "printed_as"]

@@ -40,9 +40,8 @@ import time
 import numpy as np
 
 from ..runtime.cachedir import cache_dir
-from ..formats import write
 from ..grammar import Grammar, GrammarError
-from .base import Engine, EngineError, EngineMatcher
+from .base import Engine, EngineError, EngineMatcher, printed_as
 
 FORMAT = 2  # bump when the GGUF written for a vocabulary changes
 _TYPE_NORMAL, _TYPE_CONTROL, _TYPE_UNUSED = 1, 3, 5
@@ -351,6 +350,19 @@ class LlamaCppMatcher(EngineMatcher):
             self.terminated = True
         return True
 
+    def accept_allowed(self, token: int) -> bool:
+        """``accept`` without computing the mask again: the caller saw ``token`` allowed in
+        this state's mask (``EngineMatcher.accept_allowed``), so llama.cpp cannot abort on it."""
+        if self.terminated:
+            return False
+        self.allowed = None
+        t = time.perf_counter()
+        self.ll.llama_sampler_accept(self.sampler, int(token))
+        self.accept_s.append(time.perf_counter() - t)
+        if int(token) in self.eos:
+            self.terminated = True
+        return True
+
     def reset(self) -> None:
         self.ll.llama_sampler_reset(self.sampler)
         self.allowed, self.terminated = None, False
@@ -372,7 +384,7 @@ def compile_grammar(grammar: Grammar, vocab) -> LlamaGrammar:
     """llama.cpp's grammar sampler for a gramopt ``Grammar`` (printed as GBNF). Raises
     ``RuntimeError`` with llama.cpp's message when llama.cpp refuses it."""
     try:
-        text = write(grammar, "gbnf")
+        text = printed_as(grammar, "gbnf")
     except GrammarError as e:
         raise RuntimeError(f"llama.cpp: {e.message}") from None
     try:

@@ -37,13 +37,14 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 
-from ..formats import GBNF, LARK, token_atoms, write
+from ..formats import GBNF, LARK, token_atoms
 from ..grammar import Grammar
 from ..grammar.analysis import inlined_depth
 from ..verify.derivations import heights, random_sentence
 from ..verify.symbols import compile_grammar
-from .base import Engine, EngineError, EngineMatcher
+from .base import Engine, EngineError, EngineMatcher, printed_as
 
 EOS = 256
 MAX_INLINED_DEPTH = 3000
@@ -101,8 +102,18 @@ def _matcher(grammar: Grammar):
     import llguidance as llg
     if too_deep(grammar):
         return None
-    m = llg.LLMatcher(_byte_tokenizer(), llg.grammar_from("gbnf", write(grammar, "gbnf")), log_level=0)
+    m = llg.LLMatcher(_byte_tokenizer(), _llguidance_grammar(GBNF, printed_as(grammar, GBNF)), log_level=0)
     return None if m.is_error() else m
+
+
+@lru_cache(maxsize=4)
+def _llguidance_grammar(kind: str, text: str) -> str:
+    """``llguidance.grammar_from(kind, text)``, remembered for the last few texts: the Qwen
+    matcher and the byte-vocabulary matcher of one grammar read the same text, and
+    llguidance's GBNF reader (Python) takes seconds on 10,000 rules. A pure function of the
+    text (it raises on a text it cannot read: nothing is remembered)."""
+    import llguidance as llg
+    return llg.grammar_from(kind, text)
 
 
 def _fill(m, buf) -> bytes:
@@ -111,17 +122,6 @@ def _fill(m, buf) -> bytes:
     llnp.fill_next_token_bitmask(m, buf, 0)
     words = EOS // 32
     return buf[0, :words].tobytes() + int(buf[0, words] & ((2 << (EOS % 32)) - 1)).to_bytes(4, "little")
-
-
-def _allowed(buf) -> frozenset[int]:
-    """The tokens a filled 257-token mask allows."""
-    import numpy as np
-    bits = np.unpackbits(buf[0].view(np.uint8), bitorder="little")[:EOS + 1]
-    return frozenset(np.flatnonzero(bits).tolist())
-
-
-def _has(buf, x: int) -> bool:
-    return bool((int(buf[0, x >> 5]) >> (x & 31)) & 1)
 
 
 def sentences(grammar: Grammar, n: int, seed: int = 0, max_depth: int = 10) -> list[bytes]:
@@ -140,31 +140,97 @@ def engine_difference(original: Grammar, optimized: Grammar, samples: int = BYTE
     seed)`` when the caller keeps them); None when none is found. A grammar that llguidance
     does not load is a difference only when the original loads. ``input_wrong(prefix,
     only_original, only_optimized)``: whether a differing step is the original's own error
-    (the caller judges it against the language); such a step ends its sentence, not the check."""
-    import llguidance.numpy as llnp
+    (the caller judges it against the language); such a step ends its sentence, not the check.
+    (``ByteTrace(original, texts).difference(optimized, input_wrong)``: keep the trace to
+    compare many candidates with one original.)"""
     if token_atoms(original.dialect) or token_atoms(optimized.dialect):
         return None  # sentences of a Lark grammar are terminal sequences, not bytes
-    ma = _matcher(original)
-    if ma is None:
-        return None
-    mb = _matcher(optimized)
-    if mb is None:
-        return Difference(b"", [], [])
-    buf_a, buf_b = llnp.allocate_token_bitmask(1, EOS + 1), llnp.allocate_token_bitmask(1, EOS + 1)
-    for text in sentences(original, samples, seed) if texts is None else texts:
-        ma.reset()
-        mb.reset()
-        for i, x in enumerate(list(text) + [EOS]):
-            if _fill(ma, buf_a) != _fill(mb, buf_b):
-                a, b = _allowed(buf_a), _allowed(buf_b)
-                if input_wrong is not None and input_wrong(text[:i], sorted(a - b), sorted(b - a)):
+    return ByteTrace(original, sentences(original, samples, seed) if texts is None else texts).difference(
+        optimized, input_wrong)
+
+
+_MASK = -1  # a ``ByteTrace`` trie node's key for its mask (bytes are 0..255)
+
+
+def _masks_along(m, text: bytes, node: dict, buf, steps: list | None = None) -> None:
+    """Follow ``text`` in matcher ``m`` (reset) from trie ``node``: at each byte the mask
+    (filled once per trie node: llguidance's state after ``reset`` is a function of the bytes
+    consumed since, so a prefix met again has the mask it had), then the byte consumed; stops
+    where the mask does not allow the byte or the matcher rejects it. ``steps`` collects
+    (mask, whether the byte was consumed) per step, the end token last when it is reached."""
+    m.reset()
+    for x in list(text) + [EOS]:
+        mask = node.get(_MASK)
+        if mask is None:
+            mask = node[_MASK] = _fill(m, buf)
+        ok = _has_in(mask, x) and bool(m.consume_token(x))
+        if steps is not None:
+            steps.append((mask, ok))
+        if not ok or x == EOS:
+            return
+        node = node.setdefault(x, {})
+
+
+def _has_in(mask: bytes, x: int) -> bool:
+    return bool((mask[x >> 3] >> (x & 7)) & 1)
+
+
+def _allowed_in(mask: bytes) -> frozenset[int]:
+    return frozenset(x for x in range(EOS + 1) if _has_in(mask, x))
+
+
+class ByteTrace:
+    """``original``'s llguidance masks over the byte vocabulary along ``texts`` (the module
+    docstring's method), made once, then compared with candidates (``difference``): the
+    original's side of the comparison is a function of the original and the texts alone."""
+
+    def __init__(self, original: Grammar, texts: list[bytes]):
+        import llguidance.numpy as llnp
+        self.texts = list(texts)
+        self.loads = False
+        self.steps: list[list[tuple[bytes, bool]]] = []  # per text: (original's mask, byte consumed)
+        if token_atoms(original.dialect):
+            return
+        ma = _matcher(original)
+        if ma is None:
+            return
+        self.loads = True
+        buf, root = llnp.allocate_token_bitmask(1, EOS + 1), {}
+        for text in self.texts:
+            steps: list[tuple[bytes, bool]] = []
+            _masks_along(ma, text, root, buf, steps)
+            self.steps.append(steps)
+
+    def difference(self, optimized: Grammar, input_wrong=None) -> Difference | None:
+        """``engine_difference`` of the original and ``optimized`` along the texts: at each
+        step the candidate's mask (filled once per prefix, as in ``_masks_along``) against
+        the original's kept one."""
+        import llguidance.numpy as llnp
+        if not self.loads or token_atoms(optimized.dialect):
+            return None
+        mb = _matcher(optimized)
+        if mb is None:
+            return Difference(b"", [], [])
+        buf, root = llnp.allocate_token_bitmask(1, EOS + 1), {}
+        for text, steps in zip(self.texts, self.steps):
+            mb.reset()
+            node = root
+            for i, (mask_a, ok_a) in enumerate(steps):
+                mask_b = node.get(_MASK)
+                if mask_b is None:
+                    mask_b = node[_MASK] = _fill(mb, buf)
+                if mask_a != mask_b:
+                    a, b = _allowed_in(mask_a), _allowed_in(mask_b)
+                    if input_wrong is not None and input_wrong(text[:i], sorted(a - b), sorted(b - a)):
+                        break
+                    return Difference(text[:i], sorted(a - b), sorted(b - a))
+                if not ok_a:
                     break
-                return Difference(text[:i], sorted(a - b), sorted(b - a))
-            if not _has(buf_a, x) or not ma.consume_token(x):
-                break
-            if not mb.consume_token(x):
-                return Difference(text[:i], [x], [])
-    return None
+                x = text[i] if i < len(text) else EOS
+                if not mb.consume_token(x):
+                    return Difference(text[:i], [x], [])
+                node = node.setdefault(x, {})
+        return None
 
 
 def lark_error(text: str) -> str | None:
@@ -252,7 +318,7 @@ class Llguidance(Engine):
         why = too_deep(grammar)
         if why:
             raise EngineError(why)
-        m = llg.LLMatcher(self._tok(), llg.grammar_from(kind, text), log_level=0)
+        m = llg.LLMatcher(self._tok(), _llguidance_grammar(kind, text), log_level=0)
         if m.is_error():
             raise EngineError(f"llguidance: {m.get_error().strip().splitlines()[0][:160]}")
         bm = llnp.allocate_token_bitmask(1, len(self.env.vocab))
@@ -278,5 +344,5 @@ class Llguidance(Engine):
         return times
 
 
-__all__ = ["lark_error", "Difference", "Llguidance", "LlguidanceMatcher", "available", "engine_difference",
+__all__ = ["lark_error", "ByteTrace", "Difference", "Llguidance", "LlguidanceMatcher", "available", "engine_difference",
            "sentences"]

@@ -19,7 +19,8 @@ are its BPE ranks): masks are packed int32 rows (bit i of word i//32). The input
 computed once per engine: along each trajectory (``trajectories``: samples and derived
 sentences as Qwen tokens, then seeded walks through the input's own masks) the digest of the
 input's mask at every step, and the token taken after it. A candidate is then stepped along
-the same tokens; at the first step whose mask differs, the tokens allowed by one side only are
+the same tokens (each grammar's mask is asked of the engine once per token prefix, ``_Masks``:
+trajectories share their first step and often their openings); at the first step whose mask differs, the tokens allowed by one side only are
 judged against the language (the reference recognizer of ``gramopt.verify`` on the prefix's
 bytes and the token's): where the candidate's mask is the language's on every such token and
 the input's is not (xgrammar's wrong mask for a directly self-recursive root, fixed by a
@@ -207,6 +208,46 @@ def input_mask_wrong(rec, state, token_bytes, end, only_in: np.ndarray, only_can
             and not any(in_language(int(t)) for t in spread(only_in)))
 
 
+_DIGEST = -1  # a ``_Masks`` trie node's key for its mask's digest (token ids are >= 0)
+
+
+def _allows(row: np.ndarray, t: int) -> bool:
+    """Whether the packed mask ``row`` allows token ``t``."""
+    return bool((row[t >> 5] >> (t & 31)) & 1)
+
+
+class _Masks:
+    """One compiled grammar's masks in one engine, by token prefix from its start state: a
+    trie of the prefixes met (``root``; a node maps a token to its child, ``_DIGEST`` to the
+    digest of the mask there), each distinct mask stored once (``rows``, by digest).
+
+    Why a prefix met again needs no fill: the engines are deterministic, and a matcher's state
+    after ``reset`` is a function of the tokens it has accepted since, so its mask after a
+    prefix is the mask it gave the first time that prefix was followed (trajectories share
+    their first step, and sentences their openings). Only the fill is skipped; the token is
+    still accepted, so the matcher is in the state the next step needs."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.root: dict = {}
+        self.rows: dict[int, np.ndarray] = {}
+        self.fills = 0  # masks asked of the engine
+
+    def mask(self, node: dict, m, row: np.ndarray) -> int:
+        """Write into ``row`` the mask at ``node``, ``m``'s state (filled by the engine the
+        first time that node is met); its digest."""
+        d = node.get(_DIGEST)
+        if d is not None:
+            row[:] = self.rows[d]
+            return d
+        m.fill(row)
+        self.fills += 1
+        d = _digest(row, self.n)
+        node[_DIGEST] = d
+        self.rows.setdefault(d, row.copy())
+        return d
+
+
 @dataclass
 class _Path:
     """One trajectory of the input's trace: ``digests[j]`` the input's mask before step j,
@@ -242,13 +283,14 @@ class EngineCheck:
             raise NotChecked(f"{engine} refuses the input ({_first_line(e)})") from None
         self.source = self.adapter.source(original)  # printed already by compile: cannot fail
         self._found: dict[tuple[str, str], MaskDifference | None] = {}  # by the candidate's source
-        self._byte_texts: list[bytes] | None = None  # llguidance's byte-vocabulary sentences
+        self._byte_trace = None  # llguidance's masks of the input over the byte vocabulary (``ByteTrace``)
         self.samples, self.texts = tuple(samples), tuple(texts)
         self.trace: list[_Path] | None = None
         self.spent = 0        # mask comparisons made on candidates
         self.input_errors: list[str] = []  # steps where the input's mask was the engine's error
         self._recognizer = None
         self._verdicts: dict[tuple, MaskDifference | None] = {}
+        self._masks = _Masks(len(self.vocab))  # the input's masks along the trace
 
     # ------------------------------------------------------------ bookkeeping
     def mark(self) -> tuple:
@@ -301,26 +343,28 @@ class EngineCheck:
         candidate)."""
         path = _Path(kind)
         m.reset()
+        node = self._masks.root
         for t in tokens:
             if len(path.digests) >= budget:
                 break
-            m.fill(self.row)
-            path.digests.append(_digest(self.row, len(self.vocab)))
-            if t in self.end or not (self.row[t >> 5] >> (t & 31)) & 1 or not m.accept(t):
+            path.digests.append(self._masks.mask(node, m, self.row))
+            if t in self.end or not _allows(self.row, t) or not m.accept_allowed(t):
                 break
             path.tokens.append(t)
+            node = node.setdefault(t, {})
         return path, len(path.digests)
 
     def _walk(self, m, walker: Walker, budget: int) -> tuple[_Path, int]:
         path = _Path("random walk")
         m.reset()
+        node = self._masks.root
         for _ in range(min(budget, WALK_TOKENS)):
-            m.fill(self.row)
-            path.digests.append(_digest(self.row, len(self.vocab)))
-            t = walker.choose(self.row)
-            if t is None or t in self.end or not m.accept(t):
+            path.digests.append(self._masks.mask(node, m, self.row))
+            t = walker.choose(self.row)  # a token the mask allows
+            if t is None or t in self.end or not m.accept_allowed(t):
                 break
             path.tokens.append(t)
+            node = node.setdefault(t, {})
         return path, len(path.digests)
 
     # ------------------------------------------------------------ a candidate
@@ -345,10 +389,12 @@ class EngineCheck:
 
     def _difference(self, candidate: Grammar) -> MaskDifference | None:
         if self.engine == "llguidance":
-            if self._byte_texts is None and not token_atoms(self.original.dialect):
+            if self._byte_trace is None and not token_atoms(self.original.dialect):
+                from ..engines.llguidance import ByteTrace
                 from .trajectories import byte_sentences
-                self._byte_texts = byte_sentences(self.original)
-            found = _byte_vocabulary_difference(self.original, candidate, self._byte_texts, self._reference())
+                self._byte_trace = ByteTrace(self.original, byte_sentences(self.original))
+            found = _byte_vocabulary_difference(self.original, candidate, rec=self._reference(),
+                                                trace=self._byte_trace)
             if found is not None:
                 return found
         trace = self._trace()
@@ -358,32 +404,36 @@ class EngineCheck:
             return MaskDifference(self.engine, refused=_first_line(e))
         m = self.adapter.matcher(h)
         row = np.zeros_like(self.row)
+        masks = _Masks(len(self.vocab))  # the candidate's, by prefix: a step met again is not filled again
         for path in trace:
             m.reset()
+            node = masks.root
             for j, d in enumerate(path.digests):
-                m.fill(row)
+                cand = masks.mask(node, m, row)
                 self.spent += 1
                 t = path.tokens[j] if j < len(path.tokens) else None
-                if _digest(row, len(self.vocab)) != d:
+                if cand != d:
                     diff = self._judge_step(path, j, row)
                     if diff is not None:
                         return diff
-                    if t is None or not (row[t >> 5] >> (t & 31)) & 1:
+                    if t is None or not _allows(row, t):
                         break  # the input's own error took it off the candidate's language
                 if t is None:
                     break
-                if not m.accept(t):
+                if not _allows(row, t) or not m.accept_allowed(t):
                     return MaskDifference(self.engine, self._prefix(path.tokens[:j]),
                                           only_input=(self.vocab.token_bytes[t],), n_only_input=1, kind=path.kind)
+                node = node.setdefault(t, {})
         return None
 
     def _prefix(self, tokens) -> bytes:
         return b"".join(self.vocab.token_bytes[t] for t in tokens)
 
     def _judge_step(self, path: _Path, j: int, cand_row: np.ndarray) -> MaskDifference | None:
-        """The difference at step ``j`` of ``path``, or None when it is the input's error: the
-        candidate's mask agrees with the language on every token judged and the input's does
-        not (needs the reference recognizer: not for Lark grammars). Verdicts are kept per
+        """The difference at step ``j`` of ``path`` (the input's mask there is the one its trace
+        kept), or None when it is the input's error: the candidate's mask agrees with the
+        language on every token judged and the input's does not (needs the reference
+        recognizer: not for Lark grammars). Verdicts are kept per
         (input mask, candidate mask, recognizer state): a wrong mask met again costs a lookup."""
         rec = self._reference()
         prefix = self._prefix(path.tokens[:j])
@@ -391,12 +441,7 @@ class EngineCheck:
         key = (path.digests[j], _digest(cand_row, len(self.vocab)), id(state))
         if key in self._verdicts:
             return self._verdicts[key]
-        m = self.adapter.matcher(self.handle)
-        m.reset()
-        for t in path.tokens[:j]:
-            m.accept(t)
-        orig = np.zeros_like(self.row)
-        m.fill(orig)
+        orig = self._masks.rows[path.digests[j]]  # the input's mask there, kept by the trace
         only_in, only_cand = one_side_only(orig, cand_row, len(self.vocab))
         tb = self.vocab.token_bytes
         diff = MaskDifference(self.engine, prefix, tuple(tb[t] for t in only_in[:SHOWN]),
@@ -415,14 +460,15 @@ class EngineCheck:
         return self._recognizer
 
 
-def _byte_vocabulary_difference(original: Grammar, candidate: Grammar,
-                                texts: list[bytes] | None = None, rec=None) -> MaskDifference | None:
+def _byte_vocabulary_difference(original: Grammar, candidate: Grammar, texts: list[bytes] | None = None,
+                                rec=None, trace=None) -> MaskDifference | None:
     """llguidance's check over a 257-token byte vocabulary (``engines/llguidance.py``): its
     greedy lexer's refusals show byte by byte, along derived sentences (``texts``: those
     sentences, derived once per input by the caller: ``trajectories.byte_sentences``). With
     the reference recognizer ``rec``, a step where the input's mask is the engine's error and
     the candidate's the language's (``input_mask_wrong``, as for the full vocabulary) is not a
-    difference."""
+    difference. ``trace``: the input's ``ByteTrace`` along those sentences, kept by the caller
+    to compare many candidates (then ``texts`` is not read)."""
     from ..engines.llguidance import EOS, engine_difference
     input_wrong = None
     if rec is not None:
@@ -432,7 +478,10 @@ def _byte_vocabulary_difference(original: Grammar, candidate: Grammar,
             state = rec.run(prefix)
             return state is not None and input_mask_wrong(rec, state, spelled, {EOS}, np.array(only_in, int),
                                                           np.array(only_cand, int))
-    d = engine_difference(original, candidate, texts=texts, input_wrong=input_wrong)
+    if trace is not None:
+        d = None if token_atoms(candidate.dialect) else trace.difference(candidate, input_wrong)
+    else:
+        d = engine_difference(original, candidate, texts=texts, input_wrong=input_wrong)
     if d is None or not (d.only_original or d.only_optimized):
         return None  # (nothing, or a candidate it refuses: the full vocabulary's check says which)
     spell = lambda xs: tuple(b"" if x == EOS else bytes([x]) for x in xs)  # noqa: E731

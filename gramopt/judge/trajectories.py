@@ -36,6 +36,7 @@ import numpy as np
 
 from ..grammar import Grammar
 from ..grammar.dialects import token_atoms
+from ..grammar.memo import IdentityMemo
 
 SENTENCES = 24           # sentences derived from the input per check
 SENTENCE_DEPTH = 10      # past this depth a derivation takes shortest completions
@@ -45,9 +46,19 @@ COVER_BYTES = 16384      # bytes of covering sentences the byte-vocabulary check
 BYTE_SENTENCES = 48      # random sentences it follows after them
 
 
+_SENTENCES: dict[tuple, IdentityMemo] = {}  # by (n, seed, max_depth)
+
+
 def sentences(grammar: Grammar, n: int = SENTENCES, seed: int = 0, max_depth: int = SENTENCE_DEPTH) -> list[bytes]:
     """Up to ``n`` distinct sentences of ``grammar`` derived at random (seeded); none for a
-    Lark grammar (its sentences are terminal sequences) or an empty language."""
+    Lark grammar (its sentences are terminal sequences) or an empty language. A function of
+    the grammar and the arguments, remembered for the last few grammars (``grammar.memo``):
+    each engine's check of one input asks for them."""
+    memo = _SENTENCES.setdefault((n, seed, max_depth), IdentityMemo(4))
+    return list(memo.get(grammar, lambda g: tuple(_sentences(g, n, seed, max_depth))))
+
+
+def _sentences(grammar: Grammar, n: int, seed: int, max_depth: int) -> list[bytes]:
     from ..verify.derivations import heights, random_sentence
     from ..verify.symbols import compile_grammar
     if token_atoms(grammar.dialect):

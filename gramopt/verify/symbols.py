@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..grammar import CharClass, Grammar, Literal, lower
+from ..grammar.memo import IdentityMemo
 from ..grammar.expr import Ref, Regex, Terminal
 from ..grammar.utf8 import class_sequences
 from ..grammar.dialects import token_atoms
@@ -75,8 +76,20 @@ def grammar_atoms(grammar: Grammar) -> tuple:
     return tuple(seen)
 
 
+_COMPILED = IdentityMemo(4)  # compile_grammar(g) without atoms or letters, per grammar
+
+
 def compile_grammar(grammar: Grammar, atoms: tuple | None = None, letters: tuple = ()) -> Compiled:
-    """The pruned integer BNF of ``grammar`` (see the module docstring)."""
+    """The pruned integer BNF of ``grammar`` (see the module docstring). Without ``atoms``
+    or ``letters``, remembered for the last few grammars (the same objects: ``grammar.memo``;
+    ``Compiled`` is frozen): the judge's engines, their trajectories and the language check
+    compile one input several times, seconds each on 10,000 rules."""
+    if atoms is None and not letters:
+        return _COMPILED.get(grammar, _compile)
+    return _compile(grammar, atoms, letters)
+
+
+def _compile(grammar: Grammar, atoms: tuple | None = None, letters: tuple = ()) -> Compiled:
     bnf = lower(grammar)
     lark = is_lark(grammar)
     letter_id = {t: BYTES + i for i, t in enumerate(letters)}
