@@ -219,7 +219,9 @@ def _allows(row: np.ndarray, t: int) -> bool:
 class _Masks:
     """One compiled grammar's masks in one engine, by token prefix from its start state: a
     trie of the prefixes met (``root``; a node maps a token to its child, ``_DIGEST`` to the
-    digest of the mask there), each distinct mask stored once (``rows``, by digest).
+    digest of the mask there), each distinct mask stored once (``rows``, by digest: a store
+    of contents, which the candidate's ``_Masks`` shares with the input's, so a mask both
+    give is kept once).
 
     Why a prefix met again needs no fill: the engines are deterministic, and a matcher's state
     after ``reset`` is a function of the tokens it has accepted since, so its mask after a
@@ -227,10 +229,10 @@ class _Masks:
     their first step, and sentences their openings). Only the fill is skipped; the token is
     still accepted, so the matcher is in the state the next step needs."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, rows: dict[int, np.ndarray] | None = None):
         self.n = n
         self.root: dict = {}
-        self.rows: dict[int, np.ndarray] = {}
+        self.rows: dict[int, np.ndarray] = {} if rows is None else rows
         self.fills = 0  # masks asked of the engine
 
     def mask(self, node: dict, m, row: np.ndarray) -> int:
@@ -404,7 +406,7 @@ class EngineCheck:
             return MaskDifference(self.engine, refused=_first_line(e))
         m = self.adapter.matcher(h)
         row = np.zeros_like(self.row)
-        masks = _Masks(len(self.vocab))  # the candidate's, by prefix: a step met again is not filled again
+        masks = _Masks(len(self.vocab), self._masks.rows)  # the candidate's: a prefix met again is not filled again
         for path in trace:
             m.reset()
             node = masks.root
