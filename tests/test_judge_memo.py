@@ -169,3 +169,22 @@ def test_a_differing_candidate_is_still_found_with_the_kept_masks(xgrammar):
     assert check.difference(parse(PLAIN, "ebnf")) is None
     d = check.difference(parse(ASSERTED, "ebnf"))
     assert d is not None and d.engine == "xgrammar" and d.n_only_candidate > 0
+
+
+# ---------------------------------------------------------------- one print, one compile per grammar
+
+
+def test_a_grammar_is_printed_and_compiled_once_and_another_is_not_served_from_it():
+    from gramopt.engines.base import printed_as
+    from gramopt.formats import write
+    from gramopt.verify.symbols import compile_grammar
+    a = parse(PLAIN, "ebnf")
+    b = parse(PLAIN.replace("[a-z]", "[a-y]"), "ebnf")
+    assert printed_as(a, "gbnf") is printed_as(a, "gbnf") and printed_as(a, "gbnf") == write(a, "gbnf")
+    assert printed_as(b, "gbnf") == write(b, "gbnf") != printed_as(a, "gbnf")
+    assert printed_as(a, "ebnf") == write(a, "ebnf")  # one entry per dialect
+    assert compile_grammar(a) is compile_grammar(a)
+    assert compile_grammar(b) is not compile_grammar(a) and compile_grammar(b).terms != compile_grammar(a).terms
+    # an equal grammar made of other objects is computed, not looked up (grammar.memo)
+    again = parse(PLAIN, "ebnf")
+    assert compile_grammar(again) is not compile_grammar(a) and compile_grammar(again) == compile_grammar(a)
