@@ -23,7 +23,9 @@ of those (to finish a run cut short: rows are appended), ``--limit N`` keeps the
 ``--tree`` runs another checkout's gramopt (its folder goes first on ``PYTHONPATH``), so the
 same script measures a base commit and its successor on one machine; every output is written
 under ``--out``/``outputs/MODE/TARGET/``, and ``--compare`` prints both runs' tables side by
-side and counts the outputs whose bytes differ. Results: ``rows.jsonl`` (one row per item,
+side, counts the outputs whose bytes differ and totals the masks asked of each engine (batch rows:
+``masks``, llguidance over Qwen's vocabulary and over bytes, xgrammar, llama.cpp; work that load does
+not change). Results: ``rows.jsonl`` (one row per item,
 mode and target) under ``--out``. Figures are p50 / p95 / max over items; on a shared machine
 wall time carries the others' load, CPU time less so.
 """
@@ -79,6 +81,26 @@ def recorded_judge(*a, **k):
 
 gramopt.passes.stage, gramopt.judge.judge = timed_stage, recorded_judge
 
+# the masks asked of each engine (work, not seconds: the same on any machine and load)
+import importlib
+masks = {}
+def counted(module, owner, name, key):
+    try:
+        obj = importlib.import_module(module)
+        obj = getattr(obj, owner) if owner else obj
+        fn = getattr(obj, name)
+    except (ImportError, AttributeError):
+        return
+    def wrapped(*a, **k):
+        which = key(a) if callable(key) else key
+        masks[which] = masks.get(which, 0) + 1
+        return fn(*a, **k)
+    setattr(obj, name, wrapped)
+counted("gramopt.engines.xgrammar", "XgrammarMatcher", "fill", "xgrammar")
+counted("gramopt.engines.llamacpp", "LlamaCppMatcher", "allowed_tokens", "llama.cpp")
+counted("llguidance.numpy", None, "fill_next_token_bitmask",
+        lambda a: "llguidance bytes" if a[1].shape[-1] <= 9 else "llguidance")
+
 def peak_reset():
     try:
         with open("/proc/self/clear_refs", "w") as f:
@@ -98,7 +120,7 @@ for line in sys.stdin:
     out_dir = os.path.dirname(job["out"])
     items = batch_items(job["path"], out_dir, target=job["target"])
     peak_reset()
-    phases.clear(); decision.clear()
+    phases.clear(); decision.clear(); masks.clear()
     w, c = time.perf_counter(), time.process_time()
     r = optimize_item(asdict(items[0]), {"target": job["target"]}, None)
     w, c = time.perf_counter() - w, time.process_time() - c
@@ -108,7 +130,8 @@ for line in sys.stdin:
     print(json.dumps({"code": r["code"], "wall": w, "cpu": c, "peak_mb": peak_kb() / 1024,
                       "message": (r.get("message") or "")[:200],
                       "phases": {k: round(v, 3) for k, v in phases.items()},
-                      "judge": decision[-1] if decision else None}), flush=True)
+                      "judge": decision[-1] if decision else None,
+                      "masks": dict(sorted(masks.items()))}), flush=True)
 """
 
 
@@ -220,6 +243,12 @@ def compare(a: Path, b: Path) -> None:
                     differ += 1
                     print(f"differs: {fa.relative_to(a / 'outputs')}")
     print(f"\noutputs written by both: {same + differ}; byte-identical: {same}; different: {differ}")
+    counted = [pick(rows) for rows in (ra, rb)]
+    if all(any("masks" in r for r in rows) for rows in counted):
+        engines = sorted({e for rows in counted for r in rows for e in r.get("masks", {})})
+        totals = [{e: sum(r.get("masks", {}).get(e, 0) for r in rows) for e in engines} for rows in counted]
+        print("masks asked of the engines (batch rows, all items): " + "; ".join(
+            f"{e} {totals[0][e]:,} -> {totals[1][e]:,}" for e in engines))
 
 
 def main() -> None:
