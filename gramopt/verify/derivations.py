@@ -33,7 +33,6 @@ MAX_SYMBOLS = 256  # past this many symbols a derivation only takes shortest com
 GREEDY_PICKS = 64  # targets a covering sentence takes on its way, besides the one it aims at
 COVER_SENTENCES = 256  # covering sentences at most, whatever their length
 DISTANCES_EVERY = 8    # covering sentences between two computations of the steering distances
-KEPT_SETS = 20_000     # Earley sets a recognizer keeps between two sentences (``Recognizer.release`` past it)
 
 
 def heights(g: Compiled) -> tuple[list[int], list[int], list[list[int]]]:
@@ -272,7 +271,6 @@ def derivation_check(a: Recognizer, b: Recognizer, bounds: Bounds = Bounds()):
                 in_a = side == 0 or a.accepts(w)
                 in_b = side == 1 or b.accepts(w)
                 return done(Counterexample(data, "string", in_a, in_b, METHOD, a.atoms))
-            if dst.states_built > KEPT_SETS:
-                dst.release()  # random sentences rarely meet a set again: memory, not answers
+            dst.trim()  # random sentences rarely meet a set again: the sets hold memory, not speed
     stats["bound_met"] = True
     return done()

@@ -41,6 +41,7 @@ from .symbols import Compiled, compile_grammar, symbol_classes
 
 Item = tuple  # (suffix id, origin: State | None)
 _SPEND_EVERY = 1 << 14  # agenda steps between two reports to the work budget
+KEPT_SETS = 20_000  # Earley sets a recognizer keeps between two inputs of a long check (``Recognizer.trim``)
 _UNKNOWN = object()  # not in a set's memo yet
 
 
@@ -208,6 +209,14 @@ class Recognizer:
         for state in self._interned.values():
             state._next = {}
         self._interned = {self._interned_key(self._initial): self._initial}
+
+    def trim(self) -> None:
+        """``release`` once more than ``KEPT_SETS`` sets are kept: called between the inputs
+        of a long check, it bounds the memory by a count of sets (work units, the same on
+        any machine) and changes no answer (a released recognizer builds its sets again;
+        states already handed out stay valid)."""
+        if len(self._interned) > KEPT_SETS:
+            self.release()
 
     @staticmethod
     def _interned_key(state: State) -> tuple:
