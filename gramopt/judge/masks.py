@@ -20,11 +20,12 @@ computed once per engine: along each trajectory (``trajectories``: samples and d
 sentences as Qwen tokens, then seeded walks through the input's own masks) the digest of the
 input's mask at every step, and the token taken after it. A candidate is then stepped along
 the same tokens (each grammar's mask is asked of the engine once per token prefix, ``_Masks``:
-trajectories share their first step and often their openings); at the first step whose mask differs, the tokens allowed by one side only are
-judged against the language (the reference recognizer of ``gramopt.verify`` on the prefix's
-bytes and the token's): where the candidate's mask is the language's on every such token and
-the input's is not (xgrammar's wrong mask for a directly self-recursive root, fixed by a
-fix-up), the step is the *input's* error and the walk goes on; otherwise it is a
+trajectories share their first step and often their openings); at the first step whose mask
+differs, the tokens allowed by one side only are judged against the language (the reference
+recognizer of ``gramopt.verify`` on the prefix's bytes and the token's): where the candidate's
+mask is the language's on every such token and the input's is not (xgrammar's wrong mask for a
+directly self-recursive root, fixed by a fix-up), the step is the *input's* error and the walk
+goes on; otherwise it is a
 ``MaskDifference``. A candidate the engine refuses while the input loads is one too.
 
 Budget. ``steps``: mask comparisons per engine (work units: the same input gives the same
@@ -406,7 +407,7 @@ class EngineCheck:
             return MaskDifference(self.engine, refused=_first_line(e))
         m = self.adapter.matcher(h)
         row = np.zeros_like(self.row)
-        masks = _Masks(len(self.vocab), self._masks.rows)  # the candidate's: a prefix met again is not filled again
+        masks = _Masks(len(self.vocab), self._masks.rows)  # the candidate's: each prefix filled once
         for path in trace:
             m.reset()
             node = masks.root
