@@ -200,3 +200,18 @@ def test_a_reference_with_a_self_concatenation_is_not_priced_in_xgrammar():
     assert "xgrammar" not in (GUARD.worse(g, out) or "")
     why = PredictedGuard(engines=("xgrammar",), baseline=without_redundancy).worse(g, out)
     assert why is None
+
+
+@pytest.mark.parametrize("text, xgrammar", [
+    ('root ::= rep\nrep ::= rep rep | "c"\n', ["rep"]),        # X → X X
+    ('root ::= rep\nrep ::= "c" rep*\n', ["rep"]),             # X → α X*: the fix-ups' form of it
+    ('root ::= rep\nrep ::= "c" rep?\n', []),                  # at most one more X: bounded
+    ('root ::= "c"+\n', []),
+])
+def test_unbounded_rules_is_the_one_predicate(text, xgrammar):
+    """``engine_shapes.unbounded_rules``: the one statement of which shapes leave an engine's mask
+    time unbounded, read by the guard and by the judge's engine check alike."""
+    from gramopt.costmodels.engine_shapes import unbounded_rules
+    g = parse(text, "gbnf")
+    assert unbounded_rules(g, "xgrammar") == xgrammar
+    assert unbounded_rules(g, "llguidance") == unbounded_rules(g, "llama.cpp") == []

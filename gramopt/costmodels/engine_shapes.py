@@ -36,6 +36,12 @@ The shapes, each with the measurement behind it (``../shared/ENGINES.md``,
                                           nullable alternatives): parse forests or llama.cpp's
                                           stacks multiply (1→7→15→35→75)
 
+Unbounded (``unbounded_rules``): a self-concatenation X → X X or X → α X* (``grammar.ambiguity.
+self_concatenations``) makes xgrammar's (0.2.8) mask time grow with every byte read (an
+obfuscated corpus grammar, ``rep ::= rep rep | c``: 0.2 s for the first mask, 2.7 s at the
+third token, 12 s at the seventh). No count prices that: the guard takes any candidate without
+one as no slower there, and the judge does not step xgrammar on such an input.
+
 Counts are over the rules reachable from the start (unreachable rules cost no engine a step).
 ``lookaheads`` counts the other way (more is better); ``worse_for`` knows. ``star_groups`` and
 ``class_plus`` are one budget for xgrammar (``ONE_BUDGET``: both become a helper rule that ends
@@ -54,6 +60,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..grammar import CharClass, Grammar, Literal, Repeat, Ref, walk
+from ..grammar.ambiguity import self_concatenations
 from ..grammar.analysis import nullable_rules, reachable_rules, recursive_references, structure
 from .calibration import generic_node_weights, static_features
 from .objective import W_RECURSION
@@ -73,6 +80,15 @@ ONE_BUDGET = {"xgrammar": ("star_groups", "class_plus")}
 CLEAR_GAIN = 0.75
 DECISIVE = {"xgrammar": ("left_recursions", "ambiguity"), "llguidance": ("recursions", "ambiguity"),
             "llama.cpp": ("left_recursions", "ambiguity")}
+
+
+UNBOUNDED_ENGINES = ("xgrammar",)
+
+
+def unbounded_rules(g: Grammar, engine: str) -> list[str]:
+    """The rules of ``g`` whose shape leaves ``engine``'s mask time unbounded (the module
+    docstring's "Unbounded"): its self-concatenations for xgrammar, none elsewhere."""
+    return self_concatenations(g) if engine in UNBOUNDED_ENGINES else []
 
 
 @dataclass(frozen=True)

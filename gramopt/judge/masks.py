@@ -33,12 +33,11 @@ verdict on any machine); each engine takes ``STEP_SHARE`` of it (llama.cpp's mas
 10-170 ms, a thousand times xgrammar's). Half goes to samples and sentences, the rest (and
 what they leave) to walks. The check can miss a difference, never invent one.
 
-Not asked. xgrammar (0.2.8) is not asked about an input with a self-concatenation X → X X
-(``grammar.ambiguity.self_concatenations``): its mask time there grows with every byte read
-and no step budget bounds the check (an obfuscated corpus grammar, ``rep ::= rep rep | c``:
-0.2 s for the first mask, 2.7 s at the third token, 12 s at the seventh; its left-recursion-free
-form ``rep ::= c rep*`` twice that). It is a ``NotChecked``: the other engines and the language
-check judge the candidate, and the report names why xgrammar did not.
+Not asked. An engine is not asked about an input whose shape leaves its mask time unbounded
+(``costmodels.engine_shapes.unbounded_rules``: xgrammar 0.2.8 on a self-concatenation X → X X,
+masks that grow with every byte read), since no step budget bounds the check then. It is a
+``NotChecked``: the other engines and the language check judge the candidate, and the report
+names why that engine did not.
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..grammar import Grammar
-from ..grammar.ambiguity import self_concatenations
+from ..costmodels.engine_shapes import unbounded_rules
 from ..grammar.dialects import token_atoms
 from .trajectories import WALK_TOKENS, TokenGroups, Walker, first_bytes, interleave, sentences, token_paths
 
@@ -270,9 +269,9 @@ class EngineCheck:
                  seed: int = 0, samples: tuple[bytes, ...] = ()):
         if not installed(engine):
             raise NotChecked(f"{engine} is not installed")
-        costly = self_concatenations(original) if engine == "xgrammar" else []
+        costly = unbounded_rules(original, engine)
         if costly:
-            raise NotChecked(f"xgrammar is not asked: the input's self-concatenation {costly[0]} → "
+            raise NotChecked(f"{engine} is not asked: the input's self-concatenation {costly[0]} → "
                              f"{costly[0]} {costly[0]} makes its masks take seconds each")
         self.engine, self.original, self.seed = engine, original, seed
         self.steps = max(1, int(steps * STEP_SHARE[engine])) if steps > 0 else 0

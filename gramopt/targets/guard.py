@@ -43,11 +43,11 @@ import os
 from typing import Callable
 
 from ..costmodels.calibration import engine_node_weights
-from ..costmodels.engine_shapes import CLEAR_GAIN, ENGINE_SHAPES, clearly_better_for, engine_costs, worse_for
+from ..costmodels.engine_shapes import (CLEAR_GAIN, ENGINE_SHAPES, UNBOUNDED_ENGINES, clearly_better_for, engine_costs,
+                                        unbounded_rules, worse_for)
 from ..costmodels.predict import ENGINES, DecisionModel, features
 from ..formats import dialect_record
 from ..grammar import Grammar
-from ..grammar.ambiguity import self_concatenations
 from ..transforms.reshape.derived_lookaheads import keep_derived_lookaheads
 from .portable import fixup as portable_fixup, reduce as portable_reduce
 
@@ -180,13 +180,12 @@ class PredictedGuard:
 
 
 def _unbounded_in(reference: Grammar, candidate: Grammar) -> set[str]:
-    """The engines where ``reference``'s mask time has no bound that ``candidate``'s keeps: xgrammar
-    when the reference has a self-concatenation X → X X and the candidate none (its masks there
-    grow with every byte read: seconds after a few tokens, ``judge.masks``). No model fitted on
-    features prices that, and no candidate without one is slower there."""
-    if self_concatenations(reference) and not self_concatenations(candidate):
-        return {"xgrammar"}
-    return set()
+    """The engines where ``reference``'s mask time has no bound that ``candidate``'s keeps
+    (``costmodels.engine_shapes.unbounded_rules``: xgrammar on a self-concatenation, masks that
+    grow with every byte read). No model fitted on features prices that, and no candidate
+    without such a rule is slower there."""
+    return {e for e in UNBOUNDED_ENGINES
+            if unbounded_rules(reference, e) and not unbounded_rules(candidate, e)}
 
 
 def _ratios(models: dict, reference: dict, candidate: dict) -> dict:
