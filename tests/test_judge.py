@@ -222,6 +222,44 @@ def test_the_culprit_rule_is_restored(xgrammar):
     assert v.guard_notes is None
 
 
+# the input's language in a form with fewer rules than _rename_root's repair (s written out
+# once inside root as a right-recursive rule of its own name: 2 rules, the repair has 3)
+SMALLER = r'''s ::= [a-z] s | "\""
+root ::= "\"" s "}"
+'''
+
+
+def _with_fallback(opt, label, g):
+    """``opt`` whose fallbacks put ``(label, g)`` before the last resort (the input)."""
+    import dataclasses
+    return dataclasses.replace(opt, fallbacks=lambda safer: [(label, g), ("the input", ebnf(PLAIN))])
+
+
+def test_a_repair_larger_than_the_input_loses_to_a_smaller_fallback(xgrammar):
+    """start ⇒ goal: the repair (3 rules: root ::= r, r, s) is larger than the input (2); the
+    input without its redundancy (2 rules, same masks) passes every check, so it is kept."""
+    opt, run_all = _optimizer([("rename", _rename_root), ("assert", _assert_s)])
+    opt = _with_fallback(opt, "the input without its redundancy", ebnf(SMALLER))
+    v = judge(ebnf(PLAIN), run_all(ebnf(PLAIN)), _Target(), opt)
+    assert v.grammar == ebnf(SMALLER)
+    assert v.engine_notes[-1] == "kept the input without its redundancy"
+    assert any("has 3 rules, more than the input's 2" in n for n in v.engine_notes)
+
+
+def test_a_repair_no_larger_than_the_input_is_kept_over_a_fallback(xgrammar):
+    """The same judge where the repair has the input's size (2 rules: SMALLER, rule s restored
+    in a candidate that wrote it with the assertion): the repair stays, the fallback (another
+    2-rule form) is not asked."""
+    opt, _ = _optimizer([("assert", _assert_s)], same_language=lambda a, b: True)
+    other = ebnf('root ::= "\\"" s "}"\ns ::= "\\"" | [a-z] s\n')
+    opt = _with_fallback(opt, "the input without its redundancy", other)
+    cand = ebnf(SMALLER).replace_rules(r if r.name != "s" else ebnf(ASSERTED).rule("s") for r in ebnf(SMALLER).rules)
+    v = judge(ebnf(PLAIN), cand, _Target(), opt)
+    assert v.grammar == ebnf(SMALLER)
+    assert v.engine_notes[-1].startswith("kept the passes' output without pass assert's rewrite of s")
+    assert not any("more than the input's" in n for n in v.engine_notes)
+
+
 def test_the_culprit_pass_is_dropped_where_no_rule_repair_holds(xgrammar):
     # a language check that refuses every repair: the pipeline is rerun without the pass
     opt, run_all = _optimizer([("rename", _rename_root), ("assert", _assert_s)], same_language=lambda a, b: False)

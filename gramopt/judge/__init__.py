@@ -28,7 +28,9 @@ On a mask difference the culprit is found and dropped, cheapest loss first:
     every grammar replayed, compared or checked); when it is spent the repairs stop and say so;
   * else the optimizer's fallbacks (the passes without the e-graph ones; the input without
     its redundancy, for a target with ``reduce``), and last the input with only the target's
-    fix-ups — checked in the engines too: where even those differ, the input itself.
+    fix-ups — checked in the engines too: where even those differ, the input itself;
+  * a repair with more rules than the input gives way to the first of those fallbacks (but
+    the last) that has fewer rules than it and passes (``_smaller_fallback``).
 A candidate the cost decision rejects goes to the fallbacks that leave the passes out (the
 input without its redundancy), then to the last resort.
 Everything is counted in work units (mask comparisons, replays): the same input gives the
@@ -253,6 +255,11 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
         found = _repaired(original, candidate, diff, optimizer, engines, acceptable, verdict,
                           RepairWork(optimizer.repair_work))
         if found is not None:
+            smaller = _smaller_fallback(original, found[1], optimizer, last, acceptable)
+            if smaller is not None:
+                verdict.engine_notes.append(f"{found[0]} has {len(found[1].rules)} rules, more than the "
+                                            f"input's {len(original.rules)}: a smaller fallback passes")
+                found = smaller
             return done(found[1], verdict.engine_notes, f"kept {found[0]}")
     # the fallbacks before the last resort: after an engine's difference all of them, after the
     # cost decision's rejection those that keep the passes out (the input without its redundancy)
@@ -265,6 +272,23 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
         verdict.engine_notes.append(f"{last_label}: {diff.describe()}")
         return done(original, verdict.engine_notes, "kept the input")
     return done(last, notes, f"kept {last_label}")
+
+
+def _smaller_fallback(original: Grammar, repair: Grammar, optimizer: Optimizer, last: Grammar,
+                      acceptable: Callable[..., bool]) -> tuple[str, Grammar] | None:
+    """A repair restores the input's definitions of the rules it drops, and with them what the
+    input repeated; one larger than the input it came from has kept less than it restored
+    (an obfuscated XML grammar: 257 rules in, a 278-rule repair). Then the first fallback
+    before the last resort (the passes without the e-graph ones, the input without its
+    redundancy) with fewer rules than the repair that passes every check wins; None when the
+    repair is no larger than the input or no such fallback passes. Rule counts, not time:
+    the same input takes the same branch on any machine."""
+    if len(repair.rules) <= len(original.rules):
+        return None
+    for label, c in optimizer.fallbacks(True)[:-1]:
+        if c != original and c != last and len(c.rules) < len(repair.rules) and acceptable(c):
+            return label, c
+    return None
 
 
 def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: Optimizer, engines: _Engines,
