@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+import batch_pool
 import run_once
 from corpus_location import CORPUS
 from examples import FULL
@@ -58,3 +59,19 @@ def optimized(once):
         key = f"optimize {os.path.abspath(path)} " + " ".join(f"{k}={options[k]!r}" for k in sorted(options))
         return once(key, lambda: optimize(read(str(path)), **options))
     return optimized
+
+
+@pytest.fixture(scope="module")
+def _batch_pool():
+    pool = batch_pool.SharedPool()
+    yield pool
+    pool.close()  # in the module's last teardown: its workers' CPU counts to the module
+
+
+@pytest.fixture
+def one_batch_worker(_batch_pool, monkeypatch):
+    """The batch driver's batches in this test run on one executor shared by the test module
+    (``batch_pool``): its worker processes are spawned once per module, not once per batch."""
+    import concurrent.futures
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", _batch_pool)
+    return _batch_pool
