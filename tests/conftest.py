@@ -75,3 +75,33 @@ def one_batch_worker(_batch_pool, monkeypatch):
     import concurrent.futures
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", _batch_pool)
     return _batch_pool
+
+
+@pytest.fixture(scope="module")
+def _optimize_memo():
+    return {}
+
+
+@pytest.fixture
+def optimize_once_per_module(_optimize_memo, monkeypatch):
+    """``gramopt.passes.optimize`` memoized for this test module: the first call with an input
+    and options computes, a later one with the same (pickled) input and options gets a deep copy
+    of that result (callers such as ``run_job`` add to its report). For a module that runs the
+    same optimize under many output forms, where the optimize is not what it tests (its
+    determinism is ``test_determinism``'s)."""
+    import copy
+    import pickle
+    import gramopt.passes
+    real = gramopt.passes.optimize
+
+    def optimize(*args, **kwargs):
+        try:
+            key = pickle.dumps((args, sorted(kwargs.items(), key=lambda kv: kv[0])))
+        except Exception:  # noqa: BLE001 - an argument that does not pickle (a callback): not memoized
+            return real(*args, **kwargs)
+        if key not in _optimize_memo:
+            _optimize_memo[key] = real(*args, **kwargs)
+        return copy.deepcopy(_optimize_memo[key])
+
+    monkeypatch.setattr(gramopt.passes, "optimize", optimize)
+    return _optimize_memo
