@@ -14,6 +14,7 @@ import importlib.util
 import numpy as np
 import pytest
 
+from cache_env import cache_at
 from corpus_location import CORPUS
 
 import gramopt
@@ -236,21 +237,24 @@ def test_corpus_gbnf_output_has_no_left_recursion_and_loads_in_llamacpp(path, tm
     assert not structure(out).left_recursive
     assert not _referenced_root(out)
     if HAVE_LLAMA:
-        from gramopt.engines.llamacpp import LlamaGrammar
-        LlamaGrammar.compile(write(out, "gbnf"), _byte_vocab(tmp_path_factory))  # raises when refused
+        _llama_compiles(write(out, "gbnf"), tmp_path_factory)  # raises when refused
 
 
 _VOCAB = []
 
 
-def _byte_vocab(tmp_path_factory):
-    """A 256-byte vocabulary whose GGUF goes to a temporary cache (written once per process)."""
+def _llama_compiles(text: str, tmp_path_factory) -> None:
+    """llama.cpp's engine compiles ``text`` (GBNF) over a 256-byte vocabulary, or raises; the
+    vocabulary's GGUF goes to a temporary cache, made once per process (``cache_at``: the
+    process's own cache is left as it was)."""
+    from gramopt.engines.llamacpp import LlamaGrammar
     if not _VOCAB:
-        import os
         from gramopt.runtime.vocab import Vocab
-        os.environ.setdefault("GRAMOPT_CACHE", str(tmp_path_factory.mktemp("llama-cache")))
-        _VOCAB.append(Vocab.from_bytes([bytes([b]) for b in range(256)], eos=256))
-    return _VOCAB[0]
+        _VOCAB.append((Vocab.from_bytes([bytes([b]) for b in range(256)], eos=256),
+                       tmp_path_factory.mktemp("llama-cache")))
+    vocab, folder = _VOCAB[0]
+    with cache_at(folder):
+        LlamaGrammar.compile(text, vocab)
 
 
 def _mask_cases(fast: bool):
@@ -345,8 +349,7 @@ def _loads(engine: str, g, tmp_path_factory):
     elif engine == "llama.cpp":
         if not HAVE_LLAMA:
             return
-        from gramopt.engines.llamacpp import LlamaGrammar
-        LlamaGrammar.compile(write(g, "gbnf"), _byte_vocab(tmp_path_factory))
+        _llama_compiles(write(g, "gbnf"), tmp_path_factory)
 
 
 @pytest.mark.parametrize("case", CASES)
