@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+import batch_pool
 import run_once
 from corpus_location import CORPUS
 from examples import FULL
@@ -58,3 +59,49 @@ def optimized(once):
         key = f"optimize {os.path.abspath(path)} " + " ".join(f"{k}={options[k]!r}" for k in sorted(options))
         return once(key, lambda: optimize(read(str(path)), **options))
     return optimized
+
+
+@pytest.fixture(scope="module")
+def _batch_pool():
+    pool = batch_pool.SharedPool()
+    yield pool
+    pool.close()  # in the module's last teardown: its workers' CPU counts to the module
+
+
+@pytest.fixture
+def one_batch_worker(_batch_pool, monkeypatch):
+    """The batch driver's batches in this test run on one executor shared by the test module
+    (``batch_pool``): its worker processes are spawned once per module, not once per batch."""
+    import concurrent.futures
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", _batch_pool)
+    return _batch_pool
+
+
+@pytest.fixture(scope="module")
+def _optimize_memo():
+    return {}
+
+
+@pytest.fixture
+def optimize_once_per_module(_optimize_memo, monkeypatch):
+    """``gramopt.passes.optimize`` memoized for this test module: the first call with an input
+    and options computes, a later one with the same (pickled) input and options gets a deep copy
+    of that result (callers such as ``run_job`` add to its report). For a module that runs the
+    same optimize under many output forms, where the optimize is not what it tests (its
+    determinism is ``test_determinism``'s)."""
+    import copy
+    import pickle
+    import gramopt.passes
+    real = gramopt.passes.optimize
+
+    def optimize(*args, **kwargs):
+        try:
+            key = pickle.dumps((args, sorted(kwargs.items(), key=lambda kv: kv[0])))
+        except Exception:  # noqa: BLE001 - an argument that does not pickle (a callback): not memoized
+            return real(*args, **kwargs)
+        if key not in _optimize_memo:
+            _optimize_memo[key] = real(*args, **kwargs)
+        return copy.deepcopy(_optimize_memo[key])
+
+    monkeypatch.setattr(gramopt.passes, "optimize", optimize)
+    return _optimize_memo

@@ -91,12 +91,15 @@ def _both(tmp_path: Path, case: str, capsys):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_single_file_and_batch_give_the_same_bytes_and_exit(tmp_path, capsys, case):
+def test_single_file_and_batch_give_the_same_bytes_and_exit(tmp_path, capsys, case, one_batch_worker):
+    """(The batches of this module share one spawned worker: conftest's ``one_batch_worker``.)"""
     (code1, bytes1, err1), (code2, bytes2, err2) = _both(tmp_path, case, capsys)
     assert (code1, code2) == (CASES[case][3], CASES[case][3]), (err1, err2)
     assert bytes1 == bytes2, (err1, err2)
     assert (bytes1 is None) == (code1 != 0)
     assert "Traceback" not in err1 + err2
+    if code2 == 0:  # the item reached a worker: through the shared executor, not around it
+        assert one_batch_worker.built >= 1, "the batch driver no longer builds concurrent.futures' executor"
 
 
 def test_options_are_the_cache_key_and_every_limit_is_in_it():

@@ -24,6 +24,11 @@ ws ::= [ \t\n]*
 '''
 EXTENSIONS = (".gbnf", ".ebnf", ".lark")  # .cfg: a GBNF grammar never converts to NLTK's token CFG
 
+# The output forms are the point here, not the optimize: each target optimizes SMALL_JSON once in
+# this module and every extension, --strict run and -o - writes that result (conftest's
+# optimize_once_per_module; in-process runs only: the folder test's batch worker optimizes itself)
+pytestmark = pytest.mark.usefixtures("optimize_once_per_module")
+
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory):

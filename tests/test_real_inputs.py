@@ -18,6 +18,8 @@ import os
 
 import pytest
 
+from cache_env import cache_at
+
 from gramopt import targets
 from gramopt.cli import main
 
@@ -59,12 +61,14 @@ _BYTES = []
 
 def _llamacpp_error(text: str, tmp_path_factory) -> str | None:
     from gramopt.engines.llamacpp import LlamaCppError, LlamaGrammar
-    if not _BYTES:
+    if not _BYTES:  # the GGUF in a temporary cache, the process's own left as it was (cache_at)
         from gramopt.runtime.vocab import Vocab
-        os.environ.setdefault("GRAMOPT_CACHE", str(tmp_path_factory.mktemp("llama-cache")))
-        _BYTES.append(Vocab.from_bytes([bytes([b]) for b in range(256)], eos=256))
+        _BYTES.append((Vocab.from_bytes([bytes([b]) for b in range(256)], eos=256),
+                       tmp_path_factory.mktemp("llama-cache")))
+    vocab, folder = _BYTES[0]
     try:
-        LlamaGrammar.compile(text, _BYTES[0])
+        with cache_at(folder):
+            LlamaGrammar.compile(text, vocab)
     except LlamaCppError as e:
         return str(e)
     return None
