@@ -207,7 +207,11 @@ class Loader:
             tries.append((write(parse(text, dialect), "gbnf"), "as gramopt's GBNF"))
             why = ""
             for src, how in tries:
-                m = llg.LLMatcher(eng._tok(), llg.grammar_from("gbnf", src), log_level=0)
+                try:  # llguidance's Python GBNF reader raises (a RecursionError on deep nesting)
+                    m = llg.LLMatcher(eng._tok(), llg.grammar_from("gbnf", src), log_level=0)
+                except Exception as e:  # noqa: BLE001 - an engine refusing the input is a result
+                    why = str(e).strip().splitlines()[0][:120]
+                    continue
                 if not m.is_error():
                     return m, how
                 why = m.get_error().strip().splitlines()[0][:120]
