@@ -59,7 +59,7 @@ def reference(logits_cpu: np.ndarray, bitmask: np.ndarray, rows) -> np.ndarray:
     return out
 
 
-def _arms(torch):
+def _arms():
     from gramopt.runtime.kernels import apply_token_bitmask_inplace as gram
     arms = {
         "torch": lambda lg, bm, idx: gram(lg, bm, indices=idx, backend="torch"),
@@ -77,7 +77,7 @@ def _arms(torch):
 def apply_section(torch, reps: int) -> list[dict]:
     dev = torch.device("cuda")
     rng = np.random.default_rng(0)
-    arms = _arms(torch)
+    arms = _arms()
     rows_out = []
     for v in VOCABS:
         words = (v + 31) // 32

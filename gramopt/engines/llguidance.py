@@ -152,23 +152,31 @@ def engine_difference(original: Grammar, optimized: Grammar, samples: int = BYTE
 _MASK = -1  # a ``ByteTrace`` trie node's key for its mask (bytes are 0..255)
 
 
-def _masks_along(m, text: bytes, node: dict, buf, steps: list | None = None) -> None:
+def _mask_at(node: dict, m, buf) -> bytes:
+    """The mask of matcher ``m``, in the state trie ``node`` stands for, filled the first time
+    that node is met: llguidance's state after ``reset`` is a function of the bytes consumed
+    since, so a prefix met again has the mask it had."""
+    mask = node.get(_MASK)
+    if mask is None:
+        mask = node[_MASK] = _fill(m, buf)
+    return mask
+
+
+def _masks_along(m, text: bytes, node: dict, buf) -> list[tuple[bytes, bool]]:
     """Follow ``text`` in matcher ``m`` (reset) from trie ``node``: at each byte the mask
-    (filled once per trie node: llguidance's state after ``reset`` is a function of the bytes
-    consumed since, so a prefix met again has the mask it had), then the byte consumed; stops
-    where the mask does not allow the byte or the matcher rejects it. ``steps`` collects
-    (mask, whether the byte was consumed) per step, the end token last when it is reached."""
+    (``_mask_at``), then the byte consumed; stops where the mask does not allow the byte or
+    the matcher rejects it. Returns (mask, whether the byte was consumed) per step, the end
+    token last when it is reached."""
     m.reset()
+    steps: list[tuple[bytes, bool]] = []
     for x in list(text) + [EOS]:
-        mask = node.get(_MASK)
-        if mask is None:
-            mask = node[_MASK] = _fill(m, buf)
+        mask = _mask_at(node, m, buf)
         ok = _has_in(mask, x) and bool(m.consume_token(x))
-        if steps is not None:
-            steps.append((mask, ok))
+        steps.append((mask, ok))
         if not ok or x == EOS:
-            return
+            break
         node = node.setdefault(x, {})
+    return steps
 
 
 def _has_in(mask: bytes, x: int) -> bool:
@@ -196,14 +204,11 @@ class ByteTrace:
             return
         self.loads = True
         buf, root = llnp.allocate_token_bitmask(1, EOS + 1), {}
-        for text in self.texts:
-            steps: list[tuple[bytes, bool]] = []
-            _masks_along(ma, text, root, buf, steps)
-            self.steps.append(steps)
+        self.steps = [_masks_along(ma, text, root, buf) for text in self.texts]
 
     def difference(self, optimized: Grammar, input_wrong=None) -> Difference | None:
         """``engine_difference`` of the original and ``optimized`` along the texts: at each
-        step the candidate's mask (filled once per prefix, as in ``_masks_along``) against
+        step the candidate's mask (filled once per prefix, ``_mask_at``) against
         the original's kept one."""
         import llguidance.numpy as llnp
         if not self.loads or token_atoms(optimized.dialect):
@@ -216,9 +221,7 @@ class ByteTrace:
             mb.reset()
             node = root
             for i, (mask_a, ok_a) in enumerate(steps):
-                mask_b = node.get(_MASK)
-                if mask_b is None:
-                    mask_b = node[_MASK] = _fill(mb, buf)
+                mask_b = _mask_at(node, mb, buf)
                 if mask_a != mask_b:
                     a, b = _allowed_in(mask_a), _allowed_in(mask_b)
                     if input_wrong is not None and input_wrong(text[:i], sorted(a - b), sorted(b - a)):

@@ -264,14 +264,26 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
     # the fallbacks before the last resort: after an engine's difference all of them, after the
     # cost decision's rejection those that keep the passes out (the input without its redundancy)
     notes = verdict.guard_notes if why is not None else verdict.engine_notes
-    for label, c in optimizer.fallbacks(why is None)[:-1]:
-        if c != original and c != last and acceptable(c):
-            return done(c, notes, f"kept {label}")
+    fallback = _first_fallback(optimizer, why is None, original, last, acceptable)
+    if fallback is not None:
+        return done(fallback[1], notes, f"kept {fallback[0]}")
     diff = engines.difference(last)
     if diff is not None:  # even the target's fix-ups differ in an engine: the input itself
         verdict.engine_notes.append(f"{last_label}: {diff.describe()}")
         return done(original, verdict.engine_notes, "kept the input")
     return done(last, notes, f"kept {last_label}")
+
+
+def _first_fallback(optimizer: Optimizer, safer: bool, original: Grammar, last: Grammar,
+                    acceptable: Callable[..., bool],
+                    fits: Callable[[Grammar], bool] = lambda c: True) -> tuple[str, Grammar] | None:
+    """(label, grammar): the first of ``optimizer.fallbacks(safer)`` before the last resort
+    that is neither the input nor the last resort, ``fits`` and passes every check; None
+    when none does."""
+    for label, c in optimizer.fallbacks(safer)[:-1]:
+        if c != original and c != last and fits(c) and acceptable(c):
+            return label, c
+    return None
 
 
 def _smaller_fallback(original: Grammar, repair: Grammar, optimizer: Optimizer, last: Grammar,
@@ -285,10 +297,8 @@ def _smaller_fallback(original: Grammar, repair: Grammar, optimizer: Optimizer, 
     the same input takes the same branch on any machine."""
     if len(repair.rules) <= len(original.rules):
         return None
-    for label, c in optimizer.fallbacks(True)[:-1]:
-        if c != original and c != last and len(c.rules) < len(repair.rules) and acceptable(c):
-            return label, c
-    return None
+    return _first_fallback(optimizer, True, original, last, acceptable,
+                           fits=lambda c: len(c.rules) < len(repair.rules))
 
 
 def _repaired(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: Optimizer, engines: _Engines,

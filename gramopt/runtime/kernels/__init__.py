@@ -22,6 +22,8 @@ b of the logits, for every b, or for b in ``indices`` only. Columns ``j < vocab_
 
 from __future__ import annotations
 
+import functools
+
 BACKENDS = ("auto", "cpu", "torch", "triton")
 
 
@@ -72,7 +74,10 @@ def _auto(logits) -> str:
     return "torch"
 
 
+@functools.lru_cache(maxsize=None)
 def _has_triton() -> bool:
+    """Whether triton imports: asked once per process (``auto`` runs on every decoding step,
+    and a failed import searches the path each time)."""
     try:
         import triton  # noqa: F401
     except ImportError:
