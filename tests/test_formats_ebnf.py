@@ -9,7 +9,8 @@ from gramopt.formats import parse, write
 from gramopt.formats.ebnf import format_expr, parse_ebnf, with_llamacpp_names, with_root_start, write_ebnf
 from gramopt.formats.goebnf import parse_goebnf
 from gramopt.grammar import (Alt, CharClass, Directive, Epsilon, Grammar, GrammarError, Literal, Ref,
-                             Regex, Repeat, Rule, Seq, SourcePos, Terminal, alt, seq)
+                             Regex, Repeat, Rule, Seq, SourcePos, Terminal, alt, seq, walk)
+from gramopt.verify.reference import Recognizer
 from examples import examples
 
 a, b, c = Literal("a"), Literal("b"), Literal("c")
@@ -295,12 +296,62 @@ _exprs = st.recursive(_atoms, lambda inner: st.one_of(
     st.tuples(inner, _bounds).map(lambda t: Repeat(t[0], *t[1]))), max_leaves=12)
 
 
+def _nests_repeats(e) -> bool:
+    return any(isinstance(x, Repeat) and isinstance(x.item, Repeat) for x in walk(e))
+
+
 @settings(max_examples=examples(300), deadline=2000)
 @given(body=_exprs, other=_exprs, dialect=st.sampled_from(["gbnf", "ebnf"]))
 def test_random_grammars_write_and_read_back_equal(body, other, dialect):
+    """IR → text → IR is the identity; GBNF respells a repetition of a repetition
+    (``test_gbnf_nested_repetition_*`` check that respelling's language), so there the
+    read-back has no such nest left and is the identity on grammars without one."""
     g = Grammar((Rule("root", body), Rule("x-y", other)), "root", dialect=dialect)
     text = write_ebnf(g, dialect)
-    assert parse_ebnf(text, dialect) == g
+    back = parse_ebnf(text, dialect)
+    if dialect == "gbnf" and _nests_repeats(body) | _nests_repeats(other):
+        assert not any(_nests_repeats(r.body) for r in back.rules)
+    else:
+        assert back == g
+
+
+_COUNTS = [(0, 0), (0, 1), (0, None), (1, 1), (1, 2), (1, None), (2, 2), (2, 3), (2, None), (3, 5)]
+
+
+def _totals(m, n, a, b, upto):
+    """Every total of j counts in [m, n], a <= j <= b, up to ``upto`` (brute force)."""
+    reach, out = {0}, set()
+    for j in range(upto + 1):
+        if j >= a and (b is None or j <= b):
+            out |= reach
+        reach = {t + k for t in reach for k in range(m, upto + 1) if n is None or k <= n if t + k <= upto}
+    return out
+
+
+@pytest.mark.parametrize("inner", _COUNTS)
+@pytest.mark.parametrize("outer", _COUNTS)
+def test_gbnf_nested_repetition_keeps_its_language(inner, outer):
+    """``("a"{m,n}){a,b}`` written as GBNF and read back accepts exactly ``"a"^k`` for the
+    totals ``k`` of the nest (up to length 16), and no repetition's operand is a repetition:
+    llguidance's GBNF reader drops a one-item group's parentheses and then fails."""
+    expr = Repeat(Repeat(a, *inner), *outer)
+    g = Grammar((Rule("root", expr),), "root", dialect="gbnf")
+    back = parse_ebnf(write_ebnf(g, "gbnf"), "gbnf")
+    assert not _nests_repeats(back.rule("root").body)
+    rec = Recognizer(back)
+    assert {k for k in range(17) if rec.accepts(b"a" * k)} == _totals(*inner, *outer, 16)
+
+
+def test_gbnf_nested_repetition_loads_in_llguidance():
+    """The respelled nests load in llguidance (its GBNF reader rejected every
+    ``(x{m,n})?``-like nest as ``x{m,n}?``, llguidance 1.9.1: JSONSchemaBench o23087)."""
+    llg = pytest.importorskip("llguidance")
+    from gramopt.engines.llguidance import _llguidance_grammar
+    for inner in _COUNTS[1:]:
+        for outer in _COUNTS[1:]:
+            text = write_ebnf(Grammar((Rule("root", seq(b, Repeat(Repeat(a, *inner), *outer))),), "root",
+                                      dialect="gbnf"), "gbnf")
+            assert not llg.LLMatcher.validate_grammar(_llguidance_grammar("gbnf", text)), text
 
 
 def test_empty_class_round_trips_through_gbnf():

@@ -970,6 +970,10 @@ def _fmt(e: Expr, ctx: int, dialect: str) -> str:
         s = " ".join(_fmt(i, 1, dialect) for i in e.items)
         return f"({s})" if ctx >= 2 else s
     if isinstance(e, Repeat):
+        while dialect == "gbnf" and isinstance(e, Repeat) and isinstance(e.item, Repeat):
+            e = _unnested_repeat(e)  # one level of nesting fewer each time
+        if not isinstance(e, Repeat):
+            return _fmt(e, ctx, dialect)
         s = _fmt(e.item, 2, dialect) + _suffix(e.min, e.max)
         return f"({s})" if ctx >= 2 else s  # "a"** is rejected by xgrammar and llguidance
     if isinstance(e, Epsilon):
@@ -984,6 +988,44 @@ def _fmt(e: Expr, ctx: int, dialect: str) -> str:
         what = f"terminal '{e.name}'" if isinstance(e, Terminal) else f"regexp /{e.pattern}/"
         raise GrammarError(f"Lark {what} cannot be written as {_NAMES[dialect]}")
     raise GrammarError(f"cannot be written as {_NAMES[dialect]}: {type(e).__name__}")
+
+
+def _unnested_repeat(e: Repeat) -> Expr:
+    """``(x{m,n}){a,b}`` spelled so that no repetition's operand is a group holding one
+    repetition: llguidance's GBNF reader drops the parentheses of a one-item group and writes
+    Lark's ``x{m,n}?``, a syntax error (every such pair of suffixes, llguidance 1.9.1,
+    measured); llama.cpp reads both spellings. Same language: the nest denotes the union of
+    ``x^k`` over the totals ``k`` of ``j`` counts in ``[m,n]``, ``a <= j <= b``, and ``x^k``
+    depends on the total alone. When the totals form one interval it is one repetition of
+    ``x`` (``_merged_counts``); otherwise ``m >= 1`` and the inner repetition is written
+    ``x x{m-1,n-1}`` (the first copy split off), a two-item group the reader keeps."""
+    inner = e.item
+    assert isinstance(inner, Repeat)
+    merged = _merged_counts(inner.min, inner.max, e.min, e.max)
+    if merged is not None:
+        lo, hi = merged
+        return inner.item if (lo, hi) == (1, 1) else Repeat(inner.item, lo, hi)
+    rest = Repeat(inner.item, inner.min - 1, None if inner.max is None else inner.max - 1)
+    first_split = Seq((inner.item, inner.item if (rest.min, rest.max) == (1, 1) else rest))
+    return Repeat(first_split, e.min, e.max)
+
+
+def _merged_counts(m: int, n: int | None, a: int, b: int | None) -> tuple[int, int | None] | None:
+    """The totals of ``j`` counts in ``[m, n]`` with ``a <= j <= b`` as one interval
+    ``(lo, hi)`` (``None`` = unbounded), or None when they leave a gap. They are the union of
+    ``[j*m, j*n]``; with ``m = 0`` every total up to ``b*n`` is reached. With ``m >= 1`` the
+    interval for ``j = 0`` is ``{0}`` and the next starts at ``m``, so ``a = 0`` needs
+    ``m <= 1``; from ``j0 = max(a, 1)`` on, consecutive intervals touch iff
+    ``(j+1)*m <= j*n + 1``, which is tightest at ``j0`` because ``n >= m``."""
+    times = (lambda x, y: 0 if 0 in (x, y) else None if x is None or y is None else x * y)
+    if m == 0 or b == 0:
+        return (0, 0) if b == 0 else (0, times(b, n))
+    if a == 0 and m > 1:
+        return None
+    j0 = max(a, 1)
+    if n is not None and (b is None or b > j0) and (j0 + 1) * m > j0 * n + 1:
+        return None
+    return a * m, times(b, n)
 
 
 def _suffix(lo: int, hi: int | None) -> str:
