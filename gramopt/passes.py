@@ -399,9 +399,13 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast
         res = check_equivalence(a, b, bounds or Bounds(), incremental=True)
         return res.ok and not res.stats.get("work_spent") and not res.stats.get("safety_limit")
 
+    # the inliner decides by κ, not by the target's cost models: where it inlined, a rejected
+    # output is tried without it first
+    inlined = ("inline",) if any(r.fired.get("inline") for r in reports) else ()
     optimizer = Optimizer(tuple(pm.names), lambda name, g: replay.run_pass(name, g)[0], without,
                           lambda safer: list(_fallbacks(grammar, pm, safer)), same_language,
-                          pm.ctx.limits.engine_check_steps, models, samples, pm.ctx.limits.judge_repair_work)
+                          pm.ctx.limits.engine_check_steps, models, samples, pm.ctx.limits.judge_repair_work,
+                          inlined)
     tick = time.perf_counter()
     verdict = judge(grammar, out, t, optimizer)
     seconds = time.perf_counter() - tick

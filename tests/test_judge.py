@@ -395,3 +395,32 @@ def test_llamacpp_masks_are_compared_on_a_smaller_budget():
     d = check.difference(parse('root ::= "\\"" [a-y]* "\\"" "}"', "gbnf"))
     assert d is not None and d.engine == "llama.cpp" and b"z" in d.only_input
     assert check.spent <= 2 * check.steps
+
+
+class _SlowerGuard:
+    """A cost decision that rejects one grammar."""
+
+    name, accepted = "no-slower", "not slower"
+
+    def __init__(self, rejected):
+        self.rejected = rejected
+
+    def worse(self, original, candidate, models):
+        return "predicted slower" if candidate == self.rejected else None
+
+
+def test_a_candidate_the_cost_decision_rejects_is_tried_without_the_inliner_first(xgrammar):
+    """start ⇒ goal: the guard rejects the candidate; the pipeline without the pass that chose
+    by κ (``Optimizer.cost_blind``) gives SMALLER, which the guard and xgrammar accept: kept.
+    Without ``cost_blind`` the judge goes to its fallbacks (here the input)."""
+    import dataclasses
+    cand, without_inline = _rename_root(ebnf(PLAIN)), ebnf(SMALLER)
+    opt = Optimizer(("rename", "inline"), lambda name, g: g,
+                    lambda dropped: without_inline if "inline" in dropped else cand,
+                    lambda safer: [("the input", ebnf(PLAIN))], lambda a, b: True, 200, cost_blind=("inline",))
+    target = _Target(guard=_SlowerGuard(cand))
+    v = judge(ebnf(PLAIN), cand, target, opt)
+    assert v.grammar == without_inline
+    assert v.guard_notes == ["no-slower: predicted slower", "kept the passes' output without inline"]
+    v = judge(ebnf(PLAIN), cand, target, dataclasses.replace(opt, cost_blind=()))
+    assert v.grammar == ebnf(PLAIN)

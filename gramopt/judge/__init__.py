@@ -31,8 +31,9 @@ On a mask difference the culprit is found and dropped, cheapest loss first:
     fix-ups — checked in the engines too: where even those differ, the input itself;
   * a repair with more rules than the input gives way to the first of those fallbacks (but
     the last) that has fewer rules than it and passes (``_smaller_fallback``).
-A candidate the cost decision rejects goes to the fallbacks that leave the passes out (the
-input without its redundancy), then to the last resort.
+A candidate the cost decision rejects is tried without the passes that chose by another
+measure (``Optimizer.cost_blind``: the inliner, by κ), then goes to the fallbacks that leave
+the passes out (the input without its redundancy), then to the last resort.
 Everything is counted in work units (mask comparisons, replays): the same input gives the
 same verdict and bytes on any machine.
 """
@@ -70,6 +71,10 @@ class Optimizer:
     models: dict | None = None
     samples: tuple[bytes, ...] = ()
     repair_work: int | None = None
+    cost_blind: tuple[str, ...] = ()
+    """The passes that changed the candidate by a measure other than the target's cost
+    models (the inliner: κ): a candidate the cost decision rejects is tried without them
+    before the fallbacks that leave every pass out."""
 
 
 class RepairWork:
@@ -261,6 +266,11 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
                                             f"input's {len(original.rules)}: a smaller fallback passes")
                 found = smaller
             return done(found[1], verdict.engine_notes, f"kept {found[0]}")
+    if why is not None and optimizer.cost_blind:
+        c = optimizer.without(frozenset(optimizer.cost_blind))
+        if c not in (original, last, candidate) and acceptable(c):
+            return done(c, verdict.guard_notes,
+                        f"kept the passes' output without {', '.join(optimizer.cost_blind)}")
     # the fallbacks before the last resort: after an engine's difference all of them, after the
     # cost decision's rejection those that keep the passes out (the input without its redundancy)
     notes = verdict.guard_notes if why is not None else verdict.engine_notes
