@@ -245,6 +245,31 @@ def _cyclic(graph: dict[str, list[str]]) -> list[list[str]]:
     return comps
 
 
+def lexical_rules(grammar: Grammar) -> frozenset[str]:
+    """The rules other than the start whose body names only such rules (a least fixpoint;
+    atoms and ε name none): the regular sub-languages written as rules of atoms. llguidance's
+    GBNF reader makes each of them one Lark terminal, a lexeme of its greedy lexer
+    (``engines/llguidance``), so which rules are lexical is part of what it computes masks
+    from. Each rule waits for the distinct names it uses; linear in the grammar."""
+    waiting: dict[str, int] = {}
+    users: dict[str, list[str]] = {}
+    for r in grammar.rules:
+        names = set(_refs_in(r.body))
+        waiting[r.name] = len(names) + (r.name == grammar.start)  # the start never becomes one
+        for n in names:
+            users.setdefault(n, []).append(r.name)
+    ready = [n for n, k in waiting.items() if k == 0]
+    out: set[str] = set()
+    while ready:
+        n = ready.pop()
+        out.add(n)
+        for u in users.get(n, ()):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.append(u)
+    return frozenset(out)
+
+
 def recursive_rules(grammar: Grammar) -> set[str]:
     """The rules that reach themselves (members of a cyclic strongly connected component)."""
     return {n for comp in _cyclic({r.name: _refs_in(r.body) for r in grammar.rules}) for n in comp}

@@ -15,7 +15,7 @@ from ..engines.llguidance import lark_error as _llguidance_lark_error
 from ..formats.lark_llguidance import LarkSubset, for_llguidance
 from ..grammar import Grammar
 from .guard import GUARD as _NO_SLOWER, llamacpp_guard
-from .target import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE, Target
+from .target import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_LEXICAL, INLINE_NONE, Target
 from .llamacpp import fixup as _llamacpp_fixup
 from .portable import fixup as _portable_fixup, no_left_recursion as _no_left_recursion, reduce as _portable_reduce
 from .xgrammar import fixup as _xgrammar_fixup
@@ -27,8 +27,11 @@ PORTABLE = Target(
     # factoring nests the rest of the alternatives in a group, a rule of its own in xgrammar
     skips_cleanups=("factoring",),
     # inlining `item ::= "- " [^\n]+ "\n"` into `root ::= item+` made llguidance 250× slower:
-    # rules are its lexer's boundaries; pass-through and duplicate rules still merge
-    inlining=INLINE_NONE,
+    # rules are its lexer's boundaries, so a rule is inlined (where κ does not grow) only where
+    # llguidance's lexemes stay as they are; pass-through and duplicate rules still merge
+    # (issue 23: the obfuscated corpus's helper rules, e.g. xml_simple's `rep ::= [0-9]+`
+    # used once in a lexical `CharRef`, had stayed named)
+    inlining=INLINE_LEXICAL,
     # regular parts regular: a star as a recursive helper rule is 9× (xgrammar) to 121×
     # (llguidance) slower
     recursion_penalty=W_RECURSION,
@@ -98,8 +101,9 @@ XGRAMMAR = Target(
 LLGUIDANCE = Target(
     "llguidance", "rules kept (its lexer's boundaries), regular parts regular, checked in "
                   "llguidance itself",
-    # inlining `item ::= "- " [^\n]+ "\n"` into `root ::= item+` made llguidance 250× slower
-    inlining=INLINE_NONE,
+    # inlining `item ::= "- " [^\n]+ "\n"` into `root ::= item+` made llguidance 250× slower:
+    # only inlinings that keep its lexemes as they are
+    inlining=INLINE_LEXICAL,
     # regular parts run in its lexer: 121× slower as recursive rules
     recursion_penalty=W_RECURSION,
     calibrated_engine="llguidance",
@@ -161,5 +165,5 @@ def apply(grammar: Grammar, target: "str | Target", notes: list[str] | None = No
     return get(target).apply_fixups(grammar, notes, fired)
 
 
-__all__ = ["DEFAULT", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_NONE", "NAMES", "TARGETS",
+__all__ = ["DEFAULT", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_LEXICAL", "INLINE_NONE", "NAMES", "TARGETS",
            "Target", "apply", "get"]

@@ -13,7 +13,7 @@ from typing import Callable, Protocol
 
 from ..formats import DIALECT, output_dialect, token_atoms, unwritable
 from ..grammar import Grammar
-from ..transforms.inline import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_NONE
+from ..transforms.inline import INLINE_BY_KAPPA, INLINE_LEAVES, INLINE_LEXICAL, INLINE_NONE
 
 Fixup = Callable[[Grammar, list, dict], Grammar]
 """``fixup(grammar, notes, fired) -> grammar``: a language-preserving reshaping that records
@@ -142,4 +142,4 @@ class Target:
         return grammar
 
 
-__all__ = ["Fixup", "Guard", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_NONE", "Target"]
+__all__ = ["Fixup", "Guard", "INLINE_BY_KAPPA", "INLINE_LEAVES", "INLINE_LEXICAL", "INLINE_NONE", "Target"]

@@ -45,8 +45,8 @@ from typing import Callable
 
 from ..costmodels.kappa import HELPER, expr_syms, rule_kappa
 from ..grammar.dialects import token_atoms
-from ..grammar import (MAX_PASS_DEPTH, Alt, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, depth, refs,
-                       transform)
+from ..grammar import (MAX_PASS_DEPTH, Alt, CharClass, Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, Seq,
+                       depth, refs, transform)
 from .fixpoint import fixpoint
 
 
@@ -63,7 +63,30 @@ ALWAYS_MAX_KAPPA = 128  # the corpus's largest original shared leaf: llama.cpp's
 INLINE_BY_KAPPA = "kappa"   # inline a rule where the exact κ does not grow
 INLINE_LEAVES = "leaves"    # also every leaf rule (names no rule), whatever κ says
 INLINE_NONE = "none"        # keep every rule
+INLINE_LEXICAL = "lexical"  # by κ, only rules that are no lexeme of llguidance (``keeps_lexemes``)
 """The inlining policies a target chooses (``Target.inlining``; the ``inline`` pass reads them)."""
+
+
+def keeps_lexemes(grammar: Grammar) -> Callable[[Rule, list[str]], bool]:
+    """Whether inlining a rule into its users leaves llguidance's lexemes as they are: the
+    rule is not lexical (``grammar.analysis.lexical_rules``: llguidance's GBNF reader makes
+    each lexical rule one greedy lexeme; a non-lexical rule's users name it, so they are not
+    lexical either, and its literals were lexemes of their own already), or its body is one
+    literal or one class (written in place it is one lexeme of the same language). A lexical
+    rule inlined into a non-lexical user is what moves llguidance's lexer: its one greedy
+    lexeme becomes a sequence of smaller ones (``item ::= "- " [^\n]+ "\n"`` inlined into
+    ``root ::= item+``: 250x slower there). Into a lexical user it keeps the masks but makes
+    a larger lexeme, which the llguidance cost model prices higher (1.36x on an obfuscated
+    BFCL grammar, where the guard then kept the input): not done. Each allowed inlining
+    leaves every other rule as lexical as it was (a lexical user names only lexical rules
+    still; a non-lexical user still names a non-lexical rule, or itself), so the set taken
+    from ``grammar`` once holds for the whole pass."""
+    from ..grammar.analysis import lexical_rules
+    lexical = lexical_rules(grammar)
+
+    def may(rule: Rule, users: list[str]) -> bool:
+        return rule.name not in lexical or isinstance(rule.body, (Literal, CharClass))
+    return may
 
 
 class Budget:
@@ -84,10 +107,12 @@ class Budget:
 
 
 def inline_rules(grammar: Grammar, always: Callable[[Rule], bool] | None = None,
-                 budget: Budget | None = None) -> tuple[Grammar, list[str]]:
+                 budget: Budget | None = None,
+                 may: Callable[[Rule, list[str]], bool] | None = None) -> tuple[Grammar, list[str]]:
     """Inline every rule whose inlining does not increase κ, and every (unpinned,
     non-recursive) rule of κ ≤ ``ALWAYS_MAX_KAPPA`` for which ``always(rule)`` holds whatever
-    κ says; return the grammar and the inlined names (in order). Rounds to a fixpoint
+    κ says, never a rule for which ``may(rule, its users)`` is false; return the grammar and
+    the inlined names (in order). Rounds to a fixpoint
     (``transforms.fixpoint``): a rule visited before the rules it names were inlined into it (a
     leaf only afterwards) gets its second look.
     With a ``budget``, it stops at the first candidate that would overrun it, keeping the
@@ -98,7 +123,7 @@ def inline_rules(grammar: Grammar, always: Callable[[Rule], bool] | None = None,
     def round_(g: Grammar) -> Grammar:
         if budget.spent:
             return g
-        g, names = _inline_round(g, always, budget)
+        g, names = _inline_round(g, always, budget, may)
         inlined.extend(names)
         return g
 
@@ -208,7 +233,7 @@ def _substituted(rule: Rule, sub: Callable[[Expr], Expr]) -> Rule:
 
 
 def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
-                  budget: Budget) -> tuple[Grammar, list[str]]:
+                  budget: Budget, may: Callable[[Rule, list[str]], bool] | None = None) -> tuple[Grammar, list[str]]:
     """One pass over the rules in order. A candidate's trial costs one look-up per user
     (``inline_delta`` on each user's ``Uses``, remembered until that user changes); the
     users are rewritten only when it is inlined (or, rarely, to measure an exact depth or
@@ -243,7 +268,7 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
             continue
         body = rules[name].body
         users = [u for u in list(users_of.get(name, ())) if u in rules and u != name]
-        if frozen.intersection(users):
+        if frozen.intersection(users) or (may is not None and not may(rules[name], users)):
             continue
         if not budget.charge(kap[name] + sum(kap[u] for u in users)):
             break

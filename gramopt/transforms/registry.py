@@ -27,12 +27,14 @@ from ..egraph import ExtractionError, Extractor, GrammarEGraph, Limits, Runner, 
 from ..egraph.frozen import hide_frozen
 from ..grammar import Grammar, GrammarError, Literal, Regex, Terminal, walk
 from ..grammar.memo import remembered_pass
+from ..grammar.dialects import token_atoms
 from ..rewrites import FAMILIES, rules as rewrite_rules
 from .cleanup import (canonicalize_repetition, factor_alternatives, fuse_literals, merge_char_alternatives,
                       merge_equivalent_rules, remove_duplicate_alternatives, remove_unproductive, remove_unreachable,
                       simplify_epsilon)
 from .fixpoint import fixpoint
-from .inline import INLINE_LEAVES, INLINE_NONE, Budget as InlineBudget, inline_rules, is_leaf
+from .inline import (INLINE_LEAVES, INLINE_LEXICAL, INLINE_NONE, Budget as InlineBudget, inline_rules, is_leaf,
+                     keeps_lexemes)
 from .reshape import (gbnf_rule_names, infer_lookaheads, inline_small_regular_rules, lift_star_alternations,
                       order_alternatives_widest_last, remove_left_recursion, wrap_referenced_root,
                       write_repetitions_empty_first)
@@ -262,7 +264,12 @@ def _inline(g: Grammar, ctx: PassContext, rep) -> Grammar:
         return g
     budget = InlineBudget(ctx.limits.inline_work)
     leaves = t is not None and t.inlining == INLINE_LEAVES
-    out, names = inline_rules(g, always=is_leaf if leaves else None, budget=budget)
+    lexical = t is not None and t.inlining == INLINE_LEXICAL
+    if lexical and token_atoms(g.dialect):  # a Lark grammar's lexemes are its terminals: kept as written
+        rep.notes.append(f"{t.name}: rules kept")
+        return g
+    out, names = inline_rules(g, always=is_leaf if leaves else None, budget=budget,
+                              may=keeps_lexemes(g) if lexical else None)
     if names:
         rep.fired["inline"] = len(names)
     if budget.spent:
