@@ -7,7 +7,7 @@
     m = gllg.matcher(tokenizer, "gbnf", text)        # an llguidance.LLMatcher
 
 Grammars (formats "gbnf", "ebnf", "cfg", "grammar", "lark") are read by gramopt, optimized
-for the ``llguidance`` target (its rules kept as lexer boundaries, the result checked in
+for the ``llguidance`` target (its lexemes kept as they are, the result checked in
 llguidance itself: ``targets.LLGUIDANCE``) in the fast per-request mode, written back in the
 input's dialect and handed to llguidance's own call. Like ``llguidance.grammar_from``, the
 GBNF formats also take Lark text (a text without ``::=`` is read as Lark).

@@ -99,7 +99,7 @@ XGRAMMAR = Target(
     reads=("ebnf", "gbnf"))
 
 LLGUIDANCE = Target(
-    "llguidance", "rules kept (its lexer's boundaries), regular parts regular, checked in "
+    "llguidance", "lexemes kept (a rule is inlined only where it is no lexeme of its lexer), regular parts regular, checked in "
                   "llguidance itself",
     # inlining `item ::= "- " [^\n]+ "\n"` into `root ::= item+` made llguidance 250× slower:
     # only inlinings that keep its lexemes as they are
