@@ -191,3 +191,23 @@ def test_a_model_in_the_environment_changes_nothing_for_llamacpp(tmp_path, monke
     monkeypatch.setenv("GRAMOPT_MODELS", str(tmp_path / "env"))
     r = optimize(g, target="llama.cpp", verify=False)
     assert write(r.grammar, "gbnf") == before and r.report.cost_model.startswith("shipped llama.cpp.json")
+
+
+def test_the_cache_key_names_gramopts_sources(tmp_path, monkeypatch):
+    """An output-changing commit keeps the version string: the key holds the sources' digest,
+    which moves with any source file's bytes or name."""
+    from gramopt.optimizer import cache
+    item = Item("a.gbnf", "gbnf", GRAMMARS[0], "a.gbnf", 0, "out/a.ebnf")
+    before = item_key(item, {"target": "portable"})
+    monkeypatch.setattr(cache, "code_digest", lambda: "another")
+    assert item_key(item, {"target": "portable"}) != before
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "b.txt").write_text("not a source\n")
+    one = cache.sources_digest(str(tmp_path / "pkg"))
+    (tmp_path / "pkg" / "b.txt").write_text("still not a source\n")
+    assert cache.sources_digest(str(tmp_path / "pkg")) == one
+    (tmp_path / "pkg" / "a.py").write_text("x = 2\n")
+    assert cache.sources_digest(str(tmp_path / "pkg")) != one
+    (tmp_path / "pkg" / "a.py").rename(tmp_path / "pkg" / "c.py")
+    assert len({one, cache.sources_digest(str(tmp_path / "pkg"))}) == 2
