@@ -405,7 +405,7 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast
     optimizer = Optimizer(tuple(pm.names), lambda name, g: replay.run_pass(name, g)[0], without,
                           lambda safer: list(_fallbacks(grammar, pm, safer)), same_language,
                           pm.ctx.limits.engine_check_steps, models, samples, pm.ctx.limits.judge_repair_work,
-                          (lambda g: t.apply_fixups(g)) if t.fixups and "target" in pm.names else None, inlined)
+                          inlined)
     tick = time.perf_counter()
     verdict = judge(grammar, out, t, optimizer)
     seconds = time.perf_counter() - tick

@@ -424,17 +424,3 @@ def test_a_candidate_the_cost_decision_rejects_is_tried_without_the_inliner_firs
     assert v.guard_notes == ["no-slower: predicted slower", "kept the passes' output without inline"]
     v = judge(ebnf(PLAIN), cand, target, dataclasses.replace(opt, cost_blind=()))
     assert v.grammar == ebnf(PLAIN)
-
-
-def test_a_repair_gets_the_targets_fixups_again(xgrammar):
-    """The restored rules are the input's, written before the target's fix-ups: the repair
-    is fixed up again (``Optimizer.fixed_up``) before it is checked and kept."""
-    import dataclasses
-    seen = []
-
-    def fixed_up(g):
-        seen.append(g)
-        return g
-    opt, run_all = _optimizer([("rename", _rename_root), ("assert", _assert_s)])
-    v = judge(ebnf(PLAIN), run_all(ebnf(PLAIN)), _Target(), dataclasses.replace(opt, fixed_up=fixed_up))
-    assert v.grammar == _rename_root(ebnf(PLAIN)) and seen and seen[-1] == v.grammar

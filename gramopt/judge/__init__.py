@@ -21,8 +21,8 @@ On a mask difference the culprit is found and dropped, cheapest loss first:
     differs from the input *in that engine* is the culprit;
   * per rule: the input's definitions of the rules the culprit changed are restored in the
     candidate, one rule at a time, then all together (references the restored rules need
-    come back from the input too), and the target's fix-ups applied again; a repair is kept
-    only where the language check, the cost decision and every engine's check pass;
+    come back from the input too); a repair is kept only where the language check, the
+    cost decision and every engine's check pass;
   * else the pipeline is rerun without the culprit pass (twice at most);
   * all of the above within ``Optimizer.repair_work`` (``RepairWork``: expanded symbols of
     every grammar replayed, compared or checked); when it is spent the repairs stop and say so;
@@ -71,10 +71,6 @@ class Optimizer:
     models: dict | None = None
     samples: tuple[bytes, ...] = ()
     repair_work: int | None = None
-    fixed_up: Callable[[Grammar], Grammar] | None = None
-    """The target's fix-ups (idempotent, language-preserving): applied to a repair, whose
-    restored input definitions were written before them (a left-recursive rule restored
-    in a target that promises none)."""
     cost_blind: tuple[str, ...] = ()
     """The passes that changed the candidate by a measure other than the target's cost
     models (the inliner: κ): a candidate the cost decision rejects is tried without them
@@ -346,8 +342,6 @@ def _repairs(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: O
         changed = changed_rules(before, after)
         for rules in rule_sets(changed):
             fixed = restore(current, original, rules)
-            if fixed is not None and optimizer.fixed_up is not None:
-                fixed = optimizer.fixed_up(fixed)
             if fixed is None or fixed == current:
                 continue
             if not work.take(fixed, 1 + every):
