@@ -1,4 +1,4 @@
-"""Inlining and left-recursion removal that keep llguidance's lexemes (``Target.inlining = INLINE_LEXICAL``, the default
+"""Inlining that keeps llguidance's lexemes (``Target.inlining = INLINE_LEXICAL``, the default
 and llguidance targets): llguidance's GBNF reader makes every lexical rule
 (``grammar.analysis.lexical_rules``) one greedy lexeme, so a lexical rule is inlined only into
 lexical users or when it is one atom; a non-lexical rule may go anywhere (start ⇒ goal,
@@ -9,10 +9,8 @@ from __future__ import annotations
 import pytest
 
 from gramopt.formats import parse
-from gramopt.formats.ebnf import format_expr
 from gramopt.grammar.analysis import lexical_rules
 from gramopt.transforms.inline import inline_rules, keeps_lexemes
-from gramopt.transforms.reshape import remove_left_recursion, remove_left_recursion_keeping_lexemes
 
 
 @pytest.mark.parametrize("text,lexical", [
@@ -78,38 +76,3 @@ def test_in_llguidance_the_allowed_inlinings_keep_the_masks():
     out, names = inline_rules(g, may=keeps_lexemes(g))
     assert names
     assert engine_difference(g, out, samples=64) is None
-
-
-# ws is a left-recursive helper: a parser rule in llguidance, each blank a lexeme of its own
-HELPER = r'''root ::= (expr "\n")+
-expr ::= [a-z] ws
-ws ::= ws [ \n] | ""
-list ::= list "," [a-z] | [a-z]
-tail ::= tail expr | ""
-'''
-
-
-def test_left_recursion_keeping_lexemes_start_to_goal():
-    """ws's star would be a lexeme: written right-recursive; list's star has a β (kept as a
-    star, as ``remove_left_recursion`` writes it); tail's names expr, no lexeme: a star."""
-    g = parse(HELPER, "gbnf")
-    kept, names = remove_left_recursion_keeping_lexemes(g)
-    plain, _ = remove_left_recursion(g)
-    assert sorted(names) == ["list", "tail", "ws"]
-    assert format_expr(kept.rule_map["ws"].body, "gbnf") == '[\\n ] ws | ""'
-    assert format_expr(plain.rule_map["ws"].body, "gbnf") == '[\\n ]*'
-    assert "ws" not in lexical_rules(kept) and "ws" in lexical_rules(plain)
-    for name in ("list", "tail"):
-        assert kept.rule_map[name] == plain.rule_map[name]
-
-
-def test_in_llguidance_the_right_recursive_helper_keeps_the_masks_the_star_changes():
-    """The star ``ws ::= [ \n]*`` is one greedy lexeme: after ``a`` it eats the ``\n`` the
-    root needs (llguidance then refuses what the input allows); the right recursion is
-    parsed blank by blank, as the input."""
-    pytest.importorskip("llguidance")
-    from gramopt.engines.llguidance import engine_difference
-    g = parse(HELPER.replace("list ::=", "# list ::=").replace("tail ::=", "# tail ::="), "gbnf")
-    texts = [b"a \n", b"a\nb  \n"]
-    assert engine_difference(g, remove_left_recursion(g)[0], texts=texts) is not None
-    assert engine_difference(g, remove_left_recursion_keeping_lexemes(g)[0], texts=texts) is None

@@ -36,8 +36,7 @@ from .fixpoint import fixpoint
 from .inline import (INLINE_LEAVES, INLINE_LEXICAL, INLINE_NONE, Budget as InlineBudget, inline_rules, is_leaf,
                      keeps_lexemes)
 from .reshape import (gbnf_rule_names, infer_lookaheads, inline_small_regular_rules, lift_star_alternations,
-                      order_alternatives_widest_last, remove_left_recursion,
-                      remove_left_recursion_keeping_lexemes, wrap_referenced_root,
+                      order_alternatives_widest_last, remove_left_recursion, wrap_referenced_root,
                       write_repetitions_empty_first)
 
 CLEANUP, EGRAPH, INLINE, TARGET, RESHAPE = "cleanup", "egraph", "inline", "target", "reshape"
@@ -289,7 +288,6 @@ def _target(g: Grammar, ctx: PassContext, rep) -> Grammar:
 
 RESHAPE_STEPS = (  # (name, step, reads code points: skipped on a grammar with Lark terminal atoms)
     ("left-recursion", remove_left_recursion, False),
-    ("left-recursion-keeping-lexemes", remove_left_recursion_keeping_lexemes, False),
     ("inline-regular", inline_small_regular_rules, True),
     ("star-rules", lift_star_alternations, True),
     ("root-wrapper", wrap_referenced_root, False),

@@ -9,9 +9,7 @@
 Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
 
 * **no left recursion**: llama.cpp refuses a left-recursive grammar ("unsupported grammar");
-  ``A ::= A α | β`` becomes ``A ::= β α*`` (``transforms.reshape.left_recursion``: L(A) = β·α*),
-  or ``A ::= α A | ε`` where the star would be a new lexeme of llguidance (its masks are
-  checked: a star there is one greedy lexeme, the recursion is parsed item by item). The
+  ``A ::= A α | β`` becomes ``A ::= β α*`` (``transforms.reshape.left_recursion``: L(A) = β·α*). The
   extractor emits none for this target (``left_recursion=False``), so the step only finds
   what an input or a skipped e-graph pass left.
 * **a root that delegates**: xgrammar 0.2.8 computes wrong masks for a start rule that a rule
@@ -33,18 +31,14 @@ from ...transforms.fixpoint import fixpoint
 from ...transforms.registry import remove_redundancy, reshaping
 
 
-def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | None = None,
-                      keep_lexemes: bool = False) -> Grammar:
-    """``g`` with no direct left recursion (``A ::= A α | β`` as ``A ::= β α*``; with
-    ``keep_lexemes``, a helper ``A ::= A α | ε`` that the star would make a lexeme of
-    llguidance as ``A ::= α A | ε``: ``reshape.left_recursion``); ``notes`` / ``fired``
-    collect what was done."""
+def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
+    """``g`` with no direct left recursion (``A ::= A α | β`` as ``A ::= β α*``); ``notes`` /
+    ``fired`` collect what was done."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
-    step = reshaping("left-recursion-keeping-lexemes" if keep_lexemes else "left-recursion")
 
     def round_(g: Grammar) -> Grammar:
-        g, names = step(g)  # no names: the same grammar
+        g, names = reshaping("left-recursion")(g)  # no names: the same grammar
         if names:
             fired["left-recursion"] = fired.get("left-recursion", 0) + len(names)
             notes.append(f"left recursion as a star in {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
@@ -58,7 +52,7 @@ def reduce(g: Grammar) -> Grammar:
     is written as stars (the first fix-up, which the target applies anyway): a helper
     ``H ::= H x | ""`` is a copy of ``x*`` written elsewhere, a duplicate only once it reads so.
     Language-preserving: each step is (its module's argument)."""
-    return remove_redundancy(no_left_recursion(remove_redundancy(g), keep_lexemes=True))
+    return remove_redundancy(no_left_recursion(remove_redundancy(g)))
 
 
 def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
@@ -67,7 +61,7 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     ``notes`` / ``fired`` collect what was done, for the pass report."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
-    g = no_left_recursion(g, notes, fired, keep_lexemes=True)  # checked in llguidance: its lexemes kept
+    g = no_left_recursion(g, notes, fired)
     # '-' where GBNF and xgrammar EBNF are written: llama.cpp's rule names have no '_'
     g, wrapped = reshaping("root-wrapper")(g, dialect_record(g.dialect).name_separator)
     if wrapped:

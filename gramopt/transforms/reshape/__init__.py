@@ -18,7 +18,7 @@ every target's fix-up (``registry.reshaping``) and the law tests read them from.
 """
 
 from .empty_first import write_repetitions_empty_first
-from .left_recursion import remove_left_recursion, remove_left_recursion_keeping_lexemes
+from .left_recursion import remove_left_recursion
 from .lookaheads import infer_lookaheads
 from .regular_rules import inline_small_regular_rules
 from .root_wrapper import wrap_referenced_root
@@ -27,5 +27,5 @@ from .star_rules import lift_star_alternations
 from .widest_last import order_alternatives_widest_last
 
 __all__ = ["gbnf_rule_names", "infer_lookaheads", "inline_small_regular_rules", "lift_star_alternations",
-           "order_alternatives_widest_last", "remove_left_recursion", "remove_left_recursion_keeping_lexemes", "wrap_referenced_root",
+           "order_alternatives_widest_last", "remove_left_recursion", "wrap_referenced_root",
            "write_repetitions_empty_first"]
