@@ -8,6 +8,11 @@
     LlamaCpp(env)                        the bench / calibration adapter (compile time:
                                          ``llama_sampler_init_grammar``)
     ORACLE                               llama.cpp as a lockstep oracle (``verify --decode``)
+    ByteTrace(original, texts, max_steps).difference(candidate)
+                                         llama.cpp's masks over a 257-token byte vocabulary
+                                         (``byte_vocab``) along texts, input against candidate
+    bytes_decide(grammar, vocab) -> str | None
+                                         why those do not decide the full vocabulary's masks
 
 How a mask is read. llama.cpp has no bitmask call: its grammar sampler *filters a candidate
 array*. ``llama_sampler_apply`` on an array holding every token id (logit 0) sets the logit
@@ -36,6 +41,7 @@ import os
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -377,6 +383,235 @@ class LlamaCppMatcher(EngineMatcher):
             pass
 
 
+# ---------------------------------------------------------------- the byte vocabulary
+
+BYTE_EOS = 256  # the byte vocabulary's end token: ids 0..255 are the single bytes
+
+
+def byte_vocab():
+    """The 257-token vocabulary of ``ByteTrace``: token b is the byte b (0..255), ``BYTE_EOS``
+    the end of generation (a control token; llama.cpp allows it where a stack is empty). Its
+    GGUF is written and cached like any other (``vocab_gguf``)."""
+    global _BYTE_VOCAB
+    if _BYTE_VOCAB is None:
+        from ..runtime.vocab import Vocab
+        _BYTE_VOCAB = Vocab.from_bytes([bytes([b]) for b in range(256)], eos=BYTE_EOS)
+    return _BYTE_VOCAB
+
+
+_BYTE_VOCAB = None
+
+
+def irregular_tokens(token_bytes: list[bytes]) -> list[int]:
+    """Ids of the tokens whose llama.cpp verdict is not the conjunction of its byte steps
+    (``ByteTrace``'s argument): a NUL after the first byte (llama.cpp reads a token as a C
+    string and stops there), a lead byte followed inside its sequence by a byte that is not a
+    continuation byte (llama.cpp's token decoder does not check them, its byte-by-byte decoder
+    does), and an overlong sequence (C0/C1, E0 80-9F, F0 80-8F: the partial-character range of
+    its prefix does not contain the code point it completes to). Tokens without bytes are not
+    listed (llama.cpp never allows one, unless it is an end token). Qwen's vocabulary has none.
+    Remembered for the last vocabulary asked (its token list, by identity)."""
+    global _IRREGULAR
+    if _IRREGULAR is None or _IRREGULAR[0] is not token_bytes:
+        _IRREGULAR = (token_bytes, [t for t, b in enumerate(token_bytes) if b and _irregular(b)])
+    return _IRREGULAR[1]
+
+
+_IRREGULAR: tuple | None = None
+
+
+def _irregular(b: bytes) -> bool:
+    if 0 in b[1:]:
+        return True
+    n, i = len(b), 0
+    while i < n and 0x80 <= b[i] < 0xC0:  # continuation bytes ending a character of an earlier token
+        i += 1
+    while i < n:
+        lead = b[i]
+        if lead < 0xC0:  # ASCII, or a stray continuation byte (both decoders refuse it)
+            i += 1
+            continue
+        j, end = i + 1, min(n, i + (2 if lead < 0xE0 else 3 if lead < 0xF0 else 4))
+        while j < end:
+            if not 0x80 <= b[j] < 0xC0:
+                return True
+            j += 1
+        if j > i + 1 and (lead in (0xC0, 0xC1) or (lead == 0xE0 and b[i + 1] < 0xA0)
+                          or (lead == 0xF0 and b[i + 1] < 0x90)):
+            return True
+        i = j
+    return False
+
+
+def wide_negated_class(grammar: Grammar) -> str | None:
+    """The first class of ``grammar`` (as printed for llama.cpp) that llama.cpp reads as a
+    negated class excluding a code point past ASCII (``[^α]``; an empty class, printed as
+    ``[^\\x00-\\U0010FFFF]``), as a short description; None when there is none. Such a class
+    makes a token's verdict differ from its bytes' (``ByteTrace``)."""
+    from ..grammar.expr import CharClass, walk
+    for rule in grammar.rules:
+        for node in walk(rule.body):
+            if isinstance(node, CharClass) and ((node.negated and node.ranges and node.ranges[-1][1] >= 0x80)
+                                                or (not node.negated and not node.ranges)):
+                return f"rule {rule.name}: a negated class excluding non-ASCII code points"
+    return None
+
+
+def bytes_decide(grammar: Grammar, vocab) -> str | None:
+    """Why llama.cpp's masks of ``grammar`` over ``vocab`` are not all decided by its masks
+    over the byte vocabulary (``ByteTrace``'s argument), or None when they are."""
+    why = wide_negated_class(grammar)
+    if why is None and irregular_tokens(vocab.token_bytes):
+        why = "the vocabulary has tokens llama.cpp does not decode byte by byte"
+    return why
+
+
+def _pack(allowed: np.ndarray) -> bytes:
+    return np.packbits(allowed, bitorder="little").tobytes()
+
+
+def _has(mask: bytes, x: int) -> bool:
+    return bool((mask[x >> 3] >> (x & 7)) & 1)
+
+
+_MASK = -1  # a byte trie node's key for its mask (bytes are 0..255, the end token 256)
+
+
+class _ByteMasks:
+    """One grammar's byte masks by byte prefix from its start state: a trie of the prefixes met
+    (a node maps a byte to its child, ``_MASK`` to the mask there, 257 bits packed). A prefix met
+    again has the mask it had: llama.cpp's state after ``reset`` is a function of the tokens
+    accepted since. Only the fill is skipped; the byte is still accepted."""
+
+    def __init__(self, matcher: "LlamaCppMatcher"):
+        self.m, self.root, self.fills = matcher, {}, 0
+
+    def mask(self, node: dict) -> bytes:
+        mask = node.get(_MASK)
+        if mask is None:
+            mask = node[_MASK] = _pack(self.m.allowed_tokens())
+            self.fills += 1
+        return mask
+
+
+@dataclass
+class ByteDifference:
+    """The first step of a ``ByteTrace`` where llama.cpp's byte masks of the two grammars
+    differ: after ``prefix``, the bytes (``BYTE_EOS``: the end) one side alone allows; both
+    lists empty: llama.cpp refuses the candidate (``refused``)."""
+
+    prefix: bytes
+    only_original: list[int]
+    only_candidate: list[int]
+    refused: str | None = None
+
+
+class ByteTrace:
+    """llama.cpp's masks of ``original`` over the byte vocabulary (``byte_vocab``) along
+    ``texts`` (at most ``max_steps`` steps in all: work units), made once, then compared with
+    candidates (``difference``).
+
+    Why bytes decide. llama.cpp's grammar sampler has no lexer (``src/llama-grammar.cpp``):
+    ``llama_grammar_apply_impl`` decodes each candidate token's text to code points, carrying
+    the partial UTF-8 character left by the tokens before (``decode_utf8``), and rejects the
+    token unless some parse stack takes all its code points one after another
+    (``llama_grammar_match_char``), a trailing incomplete character being checked against the
+    class on top of the stack by the range of code points it may complete to
+    (``llama_grammar_match_partial_char``); an end-of-generation token is allowed iff some stack
+    is empty, whatever its text; a token with an empty text or a NUL first byte never is.
+    Accepting a token decodes it the same way and advances the stacks code point by code point.
+    For a byte token the same steps run one byte at a time. So for a token t of bytes b1..bk:
+      * its state after t is its state after b1..bk (the same code points reach the stacks in
+        the same order, the same partial character is left);
+      * t is allowed iff every byte step b1..bk is allowed: each complete code point is the
+        same stack test in both; each byte that leaves a partial character is a partial test,
+        which the token test makes only for its last character; but a stack whose class takes
+        the complete character also takes every prefix of it (the prefix's range contains the
+        character), so the extra tests pass, unless
+          - the class is negated and excludes a code point in the prefix's range (``[^α]``
+            rejects the byte 0xCE, whose range U+0380-U+03BF holds α, yet allows the token
+            ``β`` = CE B2): the grammar has a negated class excluding a non-ASCII code point
+            (``wide_negated_class``; only ASCII exclusions cannot meet a range, every range of
+            a partial character lying past U+007F);
+          - the token is decoded differently as a whole than byte by byte: a NUL inside it, a
+            lead byte followed by a non-continuation byte, an overlong sequence
+            (``irregular_tokens``; Qwen's vocabulary has none);
+      * an end token's bit is the byte vocabulary's end bit (both: some stack empty), whatever
+        its text (Qwen's ``</s>`` included, ``end_tokens``); empty tokens are never allowed.
+    Multi-byte characters split across tokens and partial UTF-8 sequences are the partial state
+    carried from step to step in both vocabularies. Hence where neither grammar has such a class
+    and the vocabulary no such token, two grammars whose byte masks agree at every byte state
+    have the same token masks at every token state; along ``texts`` the trace asks a sample of
+    those states (each byte of each text, and the end): the check can miss a difference, never
+    invent one. (Grammars with token references ``<[id]>`` would break the argument: gramopt
+    never writes them.)"""
+
+    def __init__(self, original: Grammar, texts: list[bytes], max_steps: int | None = None):
+        self.grammar = compile_grammar(original, byte_vocab())  # RuntimeError when refused
+        self.masks = _ByteMasks(LlamaCppMatcher(self.grammar))
+        self.texts, self.steps = [], []
+        left = max_steps
+        for text in texts:
+            if left is not None and left <= 0:
+                break
+            steps = self._along(self.masks, text, left)
+            self.texts.append(text)
+            self.steps.append(steps)
+            if left is not None:
+                left -= len(steps)
+
+    @staticmethod
+    def _along(masks: _ByteMasks, text: bytes, budget: int | None = None) -> list[tuple[bytes, bool]]:
+        """(mask, whether the byte was taken) at each byte of ``text`` and then the end token,
+        stopping where the mask refuses it, or after ``budget`` steps (work units)."""
+        m = masks.m
+        m.reset()
+        node, steps = masks.root, []
+        for x in list(text) + [BYTE_EOS]:
+            if budget is not None and len(steps) >= budget:
+                break
+            mask = masks.mask(node)
+            ok = _has(mask, x)
+            steps.append((mask, ok))
+            if not ok or x == BYTE_EOS:
+                break
+            m.accept_allowed(x)
+            node = node.setdefault(x, {})
+        return steps
+
+    @property
+    def fills(self) -> int:
+        """Masks asked of llama.cpp for the original's side."""
+        return self.masks.fills
+
+    def difference(self, candidate: Grammar, input_wrong=None) -> tuple[ByteDifference | None, int]:
+        """(the first differing step along the texts or None, masks asked of llama.cpp for the
+        candidate). ``input_wrong(prefix, only_original, only_candidate)``: whether a differing
+        step is the original's own error (the caller judges it against the language); such a
+        step ends its text, not the check."""
+        try:
+            cg = compile_grammar(candidate, byte_vocab())
+        except RuntimeError as e:
+            return ByteDifference(b"", [], [], refused=str(e).splitlines()[0][:160]), 0
+        masks = _ByteMasks(LlamaCppMatcher(cg))
+        for text, steps in zip(self.texts, self.steps):
+            masks.m.reset()
+            node = masks.root
+            for i, (mask_a, ok_a) in enumerate(steps):
+                mask_b = masks.mask(node)
+                if mask_a != mask_b:
+                    a = {x for x in range(BYTE_EOS + 1) if _has(mask_a, x)}
+                    b = {x for x in range(BYTE_EOS + 1) if _has(mask_b, x)}
+                    if input_wrong is not None and input_wrong(text[:i], sorted(a - b), sorted(b - a)):
+                        break
+                    return ByteDifference(text[:i], sorted(a - b), sorted(b - a)), masks.fills
+                if not ok_a or i == len(text):
+                    break
+                masks.m.accept_allowed(text[i])
+                node = node.setdefault(text[i], {})
+        return None, masks.fills
+
+
 # ---------------------------------------------------------------- the engine interface
 
 
@@ -448,5 +683,6 @@ class LlamaCpp(Engine):
         return list(m.fill_s)
 
 
-__all__ = ["ORACLE", "LlamaCpp", "LlamaCppError", "LlamaCppMatcher", "LlamaGrammar", "compile_grammar",
-           "end_tokens", "load_vocab", "vocab_gguf", "write_vocab_gguf"]
+__all__ = ["BYTE_EOS", "ORACLE", "ByteDifference", "ByteTrace", "LlamaCpp", "LlamaCppError", "LlamaCppMatcher",
+           "LlamaGrammar", "byte_vocab", "bytes_decide", "compile_grammar", "end_tokens", "irregular_tokens",
+           "load_vocab", "vocab_gguf", "wide_negated_class", "write_vocab_gguf"]
