@@ -6,8 +6,9 @@ and split characters, partial UTF-8 sequences, tokens that continue a character,
 from the byte vocabulary alone (each token: the conjunction of its byte steps; an end token:
 the end bit; an empty one: never). Where the docstring says the argument breaks (a negated
 class excluding a non-ASCII code point; tokens llama.cpp decodes differently as a whole), the
-tests show llama.cpp breaking it and ``bytes_decide`` / ``irregular_tokens`` naming it. Skips
-where llama-cpp-python is absent."""
+tests show llama.cpp breaking it and ``bytes_decide`` / ``irregular_tokens`` naming it. Then
+the judge's check: pairs both its old form (full Qwen masks) and its new one (byte trace first)
+must call different, and pairs both must call the same. Skips where llama-cpp-python is absent."""
 
 from __future__ import annotations
 
@@ -194,3 +195,61 @@ def test_qwen_has_no_irregular_token_and_its_masks_follow_the_bytes():
         actual = masks.token_mask(prefix)
         wrong = [q.token_bytes[t] for t in chosen if bool(actual[t]) != masks.predicted(prefix, t, end)]
         assert wrong == [], (prefix, wrong[:5])
+# ---------------------------------------------------------------- the judge's check, old and new
+
+POSITIVE_STRING = 'root ::= "\\"" [\\x00-!#-[\\]-\\U0010FFFF]* "\\""'
+NEGATED_STRING = 'root ::= "\\"" [^"\\\\]* "\\""'
+MUST_DIFFER = [
+    # llama.cpp allows the lone bytes F5-FF in a negated class only: a byte the language refuses
+    (POSITIVE_STRING, NEGATED_STRING),
+    ('root ::= [α-ω]+', 'root ::= [α-ψ]+'),
+    ('root ::= "{" [a-z]* "}"', 'root ::= "{" [a-y]* "}"'),
+    ('root ::= "x" [😀-🙏]', 'root ::= "x" [😀-🙎]'),
+]
+MUST_AGREE = [
+    (NEGATED_STRING, 'root ::= "\\"" c "\\""\nc ::= [^"\\\\] c | ""'),
+    ('root ::= [α-ω]+', 'root ::= [α-ω] [α-ω]*'),
+    ('root ::= "a" "é"? "b"', 'root ::= "a" ("é" "b" | "b")'),
+    # the input's error, not the candidate's: the candidate refuses F5-FF, as the language does
+    (NEGATED_STRING, POSITIVE_STRING),
+]
+
+
+def _judged(a: str, b: str, old: bool) -> bool:
+    from gramopt.formats import parse
+    from gramopt.judge.masks import EngineCheck
+    check = EngineCheck("llama.cpp", parse(a, "gbnf"), 600)
+    if old:
+        check._bytes_why = "the old check"
+    else:
+        assert check._bytes_why is None
+    return check.difference(parse(b, "gbnf")) is not None
+
+
+@pytest.mark.parametrize("a, b", MUST_DIFFER)
+def test_both_checks_flag_known_differences(a, b):
+    assert _judged(a, b, old=True) and _judged(a, b, old=False)
+
+
+@pytest.mark.parametrize("a, b", MUST_AGREE)
+def test_both_checks_pass_equal_masks(a, b):
+    assert not _judged(a, b, old=True) and not _judged(a, b, old=False)
+
+
+def test_a_candidate_with_a_wide_negated_class_gets_the_full_masks():
+    """The byte masks do not decide a candidate with ``[^α]``: its check asks the full
+    vocabulary at the engine's whole budget (and finds the difference)."""
+    from gramopt.formats import parse
+    from gramopt.judge.masks import STEP_SHARE, EngineCheck
+    check = EngineCheck("llama.cpp", parse('root ::= [\\x00-\\u03b0\\u03b2-\\U0010FFFF] "x"', "gbnf"), 600)
+    assert check.difference(parse('root ::= [^α] "x"', "gbnf")) is not None
+    assert list(check.traces) == [int(600 * STEP_SHARE["llama.cpp"])]
+
+
+def test_the_byte_trace_is_a_function_of_its_input():
+    from gramopt.engines.llamacpp import ByteTrace
+    from gramopt.formats import parse
+    from gramopt.judge.trajectories import byte_sentences
+    g = parse(NEGATED_STRING, "gbnf")
+    a, b = ByteTrace(g, byte_sentences(g), 500), ByteTrace(g, byte_sentences(g), 500)
+    assert a.steps == b.steps and sum(map(len, a.steps)) <= 500 and a.fills > 0

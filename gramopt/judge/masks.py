@@ -28,10 +28,20 @@ directly self-recursive root, fixed by a fix-up), the step is the *input's* erro
 goes on; otherwise it is a
 ``MaskDifference``. A candidate the engine refuses while the input loads is one too.
 
+llama.cpp over bytes. llama.cpp has no lexer: a token's bit is the conjunction of its bytes'
+bits over a 257-token byte vocabulary, except on grammars with a negated class excluding a
+non-ASCII code point and on tokens it decodes differently as a whole (the argument and its
+limits: ``engines.llamacpp.ByteTrace``; ``bytes_decide`` says when it holds). Where it holds for
+the input and the candidate, llama.cpp's check first follows the input's byte sentences
+(``trajectories.byte_sentences``, the texts llguidance's byte check follows) byte by byte, a
+byte mask costing ~35 μs where a Qwen mask costs 25-90 ms, then asks a few full masks
+(``BYTES_DECIDE_SHARE``); elsewhere the full masks at the engine's whole share, as before.
+
 Budget. ``steps``: mask comparisons per engine (work units: the same input gives the same
 verdict on any machine); each engine takes ``STEP_SHARE`` of it (llama.cpp's masks cost
-10-170 ms, a thousand times xgrammar's). Half goes to samples and sentences, the rest (and
-what they leave) to walks. The check can miss a difference, never invent one.
+10-170 ms, a thousand times xgrammar's); llama.cpp's byte trace ``LLAMA_BYTE_SHARE`` byte steps
+per step. Half goes to samples and sentences, the rest (and what they leave) to walks. The
+check can miss a difference, never invent one.
 
 Not asked. An engine is not asked about an input whose shape leaves its mask time unbounded
 (``costmodels.engine_shapes.unbounded_rules``: xgrammar 0.2.8 on a self-concatenation X → X X,
@@ -54,6 +64,8 @@ from .trajectories import WALK_TOKENS, TokenGroups, Walker, first_bytes, interle
 
 ENGINE_NAMES = ("xgrammar", "llguidance", "llama.cpp")
 STEP_SHARE = {"xgrammar": 1.0, "llguidance": 1.0, "llama.cpp": 1 / 40}  # llama.cpp: ~50-170 ms a mask
+BYTES_DECIDE_SHARE = 1 / 200  # llama.cpp's full masks where its byte masks decide them (600 -> 3)
+LLAMA_BYTE_SHARE = 8          # llama.cpp's byte-vocabulary steps per step of the budget (600 -> 4,800)
 SHOWN = 6         # tokens a description names per side
 JUDGED = 24       # tokens per side judged against the language at a differing step
 MAX_WALKS = 64    # walks per trace, whatever the budget left
@@ -158,6 +170,10 @@ def warm(names) -> None:
             except NotChecked:
                 pass
     _groups()
+    if "llama.cpp" in names and installed("llama.cpp"):
+        from ..engines.llamacpp import byte_vocab, irregular_tokens, load_vocab
+        load_vocab(byte_vocab())
+        irregular_tokens(_env().vocab.token_bytes)
     if "llguidance" in names and installed("llguidance"):
         from ..engines.llguidance import _byte_tokenizer
         _byte_tokenizer()
@@ -286,8 +302,13 @@ class EngineCheck:
         self.source = self.adapter.source(original)  # printed already by compile: cannot fail
         self._found: dict[tuple[str, str], MaskDifference | None] = {}  # by the candidate's source
         self._byte_trace = None  # llguidance's masks of the input over the byte vocabulary (``ByteTrace``)
+        self._llama_bytes = None  # llama.cpp's, when they decide its full masks (``_llama_byte_trace``)
+        self._bytes_why: str | None = None  # why llama.cpp's byte masks do not decide the input's
+        if engine == "llama.cpp" and self.steps:
+            from ..engines.llamacpp import bytes_decide
+            self._bytes_why = "a Lark grammar" if token_atoms(original.dialect) else bytes_decide(original, self.vocab)
         self.samples, self.texts = tuple(samples), tuple(texts)
-        self.trace: list[_Path] | None = None
+        self.traces: dict[int, list[_Path]] = {}  # the input's trace by its budget (``_trace``)
         self.spent = 0        # mask comparisons made on candidates
         self.input_errors: list[str] = []  # steps where the input's mask was the engine's error
         self._recognizer = None
@@ -310,12 +331,20 @@ class EngineCheck:
         for k in set(self._verdicts) - verdicts:
             del self._verdicts[k]
 
+    @property
+    def trace(self) -> list[_Path] | None:
+        """The input's trace first made (None before any candidate needed one)."""
+        return next(iter(self.traces.values()), None)
+
     # ------------------------------------------------------------ the input's trace
-    def _trace(self) -> list[_Path]:
-        if self.trace is not None:
-            return self.trace
+    def _trace(self, steps: int | None = None) -> list[_Path]:
+        """The input's masks along the trajectories within ``steps`` masks (default the engine's
+        budget; made once per budget)."""
+        steps = self.steps if steps is None else steps
+        if steps in self.traces:
+            return self.traces[steps]
         m = self.adapter.matcher(self.handle)
-        left = self.steps
+        left = steps
         end = self.vocab.eos_ids[0] if self.vocab.eos_ids else None
         texts = self.texts or tuple(sentences(self.original, seed=self.seed))
         paths = interleave([("sample", p) for p in token_paths(self.samples, encode, end=end)],
@@ -336,7 +365,7 @@ class EngineCheck:
             path, used = self._walk(m, walker, left)
             left -= used
             trace.append(path)
-        self.trace = trace
+        self.traces[steps] = trace
         return trace
 
     def _follow(self, m, kind: str, tokens, budget: int) -> tuple[_Path, int]:
@@ -399,7 +428,16 @@ class EngineCheck:
                                                 trace=self._byte_trace)
             if found is not None:
                 return found
-        trace = self._trace()
+        steps = self.steps
+        if self.engine == "llama.cpp" and self._bytes_why is None:
+            found, decided = self._llama_byte_difference(candidate)
+            if found is not None:
+                return found
+            if decided:
+                steps = max(0, int(self.steps / STEP_SHARE[self.engine] * BYTES_DECIDE_SHARE))
+                if steps == 0:
+                    return None
+        trace = self._trace(steps)
         try:
             h = self.adapter.compile(candidate)
         except Exception as e:  # noqa: BLE001
@@ -427,6 +465,28 @@ class EngineCheck:
                                           only_input=(self.vocab.token_bytes[t],), n_only_input=1, kind=path.kind)
                 node = node.setdefault(t, {})
         return None
+
+    def _llama_byte_difference(self, candidate: Grammar) -> tuple[MaskDifference | None, bool]:
+        """llama.cpp's masks of the two grammars over the byte vocabulary along the input's byte
+        sentences (``trajectories.byte_sentences``, ``LLAMA_BYTE_SHARE`` steps per step of the
+        budget): (the first difference, or None; whether the byte masks decide the full ones,
+        ``engines.llamacpp.ByteTrace``: the candidate has no class that breaks the argument
+        either). A step where the input's mask is the engine's error and the candidate's the
+        language's (``input_mask_wrong``) is not a difference. When the byte masks do not decide,
+        the full masks are compared at the whole budget."""
+        from ..engines.llamacpp import ByteTrace, bytes_decide
+        if token_atoms(candidate.dialect) or bytes_decide(candidate, self.vocab) is not None:
+            return None, False
+        if self._llama_bytes is None:
+            from .trajectories import byte_sentences
+            budget = int(self.steps / STEP_SHARE[self.engine] * LLAMA_BYTE_SHARE)
+            self._llama_bytes = ByteTrace(self.original, byte_sentences(self.original), budget)
+        d, _ = self._llama_bytes.difference(candidate, _input_wrong_in_bytes(self._reference()))
+        if d is None:
+            return None, True
+        if d.refused is not None:
+            return MaskDifference(self.engine, refused=d.refused), True
+        return _byte_difference(self.engine, d.prefix, d.only_original, d.only_candidate), True
 
     def _prefix(self, tokens) -> bytes:
         return b"".join(self.vocab.token_bytes[t] for t in tokens)
@@ -471,25 +531,40 @@ def _byte_vocabulary_difference(original: Grammar, candidate: Grammar, texts: li
     the candidate's the language's (``input_mask_wrong``, as for the full vocabulary) is not a
     difference. ``trace``: the input's ``ByteTrace`` along those sentences, kept by the caller
     to compare many candidates (then ``texts`` is not read)."""
-    from ..engines.llguidance import EOS, engine_difference
-    input_wrong = None
-    if rec is not None:
-        spelled = [bytes([x]) for x in range(EOS)] + [b""]
-
-        def input_wrong(prefix: bytes, only_in: list[int], only_cand: list[int]) -> bool:
-            state = rec.run(prefix)
-            return state is not None and input_mask_wrong(rec, state, spelled, {EOS}, np.array(only_in, int),
-                                                          np.array(only_cand, int))
+    from ..engines.llguidance import engine_difference
+    input_wrong = _input_wrong_in_bytes(rec)
     if trace is not None:
         d = None if token_atoms(candidate.dialect) else trace.difference(candidate, input_wrong)
     else:
         d = engine_difference(original, candidate, texts=texts, input_wrong=input_wrong)
     if d is None or not (d.only_original or d.only_optimized):
         return None  # (nothing, or a candidate it refuses: the full vocabulary's check says which)
-    spell = lambda xs: tuple(b"" if x == EOS else bytes([x]) for x in xs)  # noqa: E731
-    return MaskDifference("llguidance", d.prefix, spell(d.only_original[:SHOWN]),
-                          spell(d.only_optimized[:SHOWN]), len(d.only_original), len(d.only_optimized),
-                          "sentence, byte vocabulary")
+    return _byte_difference("llguidance", d.prefix, d.only_original, d.only_optimized)
+
+
+_BYTE_END = 256  # the byte vocabularies' end token (llguidance's and llama.cpp's): ids 0..255 are bytes
+
+
+def _input_wrong_in_bytes(rec):
+    """``input_wrong(prefix, only_input, only_candidate)`` for a byte vocabulary's step: whether
+    the input's mask there is the engine's error and the candidate's the language's
+    (``input_mask_wrong`` with the reference recognizer ``rec``); None without one."""
+    if rec is None:
+        return None
+    spelled = [bytes([x]) for x in range(_BYTE_END)] + [b""]
+
+    def input_wrong(prefix: bytes, only_in: list[int], only_cand: list[int]) -> bool:
+        state = rec.run(prefix)
+        return state is not None and input_mask_wrong(rec, state, spelled, {_BYTE_END}, np.array(only_in, int),
+                                                      np.array(only_cand, int))
+    return input_wrong
+
+
+def _byte_difference(engine: str, prefix: bytes, only_input: list[int], only_candidate: list[int]) -> MaskDifference:
+    """A byte vocabulary's differing step as a ``MaskDifference`` (the end token spelled empty)."""
+    spell = lambda xs: tuple(b"" if x == _BYTE_END else bytes([x]) for x in xs)  # noqa: E731
+    return MaskDifference(engine, prefix, spell(only_input[:SHOWN]), spell(only_candidate[:SHOWN]),
+                          len(only_input), len(only_candidate), "sentence, byte vocabulary")
 
 
 def _first_line(e: Exception) -> str:
@@ -505,5 +580,5 @@ def difference(engine: str, original: Grammar, candidate: Grammar, steps: int, t
     return EngineCheck(engine, original, steps, texts, samples=samples).difference(candidate)
 
 
-__all__ = ["ENGINE_NAMES", "STEP_SHARE", "EngineCheck", "MaskDifference", "NotChecked", "difference", "encode",
+__all__ = ["BYTES_DECIDE_SHARE", "ENGINE_NAMES", "LLAMA_BYTE_SHARE", "STEP_SHARE", "EngineCheck", "MaskDifference", "NotChecked", "difference", "encode",
            "input_mask_wrong", "installed", "one_side_only", "warm"]
