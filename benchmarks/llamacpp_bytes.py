@@ -104,8 +104,15 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=16)
     ap.add_argument("--limit", type=int)
     ap.add_argument("--skip", type=int, default=0)
+    ap.add_argument("--byte-share", type=float, help="masks.LLAMA_BYTE_SHARE for the new check")
+    ap.add_argument("--full-share", type=float, help="masks.BYTES_DECIDE_SHARE for the new check")
     args = ap.parse_args()
+    import gramopt.judge.masks as masks
     from gramopt.judge.masks import NotChecked, warm
+    if args.byte_share is not None:
+        masks.LLAMA_BYTE_SHARE = args.byte_share
+    if args.full_share is not None:
+        masks.BYTES_DECIDE_SHARE = args.full_share
     warm(("llama.cpp",))
     rows = []
     for path in items(Path(args.data), args.every, args.limit, args.skip):
@@ -123,7 +130,8 @@ def main() -> None:
             print(f"{path.name[:44]:44} {kind:17} old {'DIFFERS' if old[0] else 'same':7} {old[1]:6.2f}s "
                   f"{old[2]:4} full | new {'DIFFERS' if new[0] else 'same':7} {new[1]:6.2f}s {new[2]:3} full "
                   f"{new[3]:6} bytes", flush=True)
-    print(f"\n{len(rows)} pairs from {args.data} (every {args.every})")
+    print(f"\n{len(rows)} pairs from {args.data} (every {args.every}); new check: {masks.LLAMA_BYTE_SHARE} byte "
+          f"steps and {masks.BYTES_DECIDE_SHARE:g} full masks per budget step")
     print("| pairs | n | same verdict | old differs | new differs | old CPU s (sum) | new CPU s (sum) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for kind in sorted({r[1] for r in rows}):

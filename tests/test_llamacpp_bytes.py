@@ -179,13 +179,15 @@ def test_end_and_empty_tokens(vocab):
 
 
 def test_qwen_has_no_irregular_token_and_its_masks_follow_the_bytes():
-    """Qwen's vocabulary: no irregular token; after a few prefixes of a string grammar, every
-    token with a non-ASCII byte or of at most two bytes, and a seeded sample of the rest, has
-    the predicted bit."""
+    """Qwen's vocabulary: no irregular token; every token but the end tokens is read by
+    llama.cpp as its bytes; after a few prefixes of a string grammar, every token with a
+    non-ASCII byte or of at most two bytes, and a seeded sample of the rest, has the predicted
+    bit."""
     from gramopt.engines.llamacpp import end_tokens, irregular_tokens
     from gramopt.runtime.vocab import Vocab
     q = Vocab.qwen()
     assert irregular_tokens(q.token_bytes) == []
+    assert _pieces_differ(q) == []
     masks = Masks('root ::= "\\"" [^"\\\\\\x00-\\x1F]* "\\"" [ \\t\\n]*', q)
     rng = np.random.default_rng(0)
     chosen = [t for t, b in enumerate(q.token_bytes) if len(b) <= 2 or (max(b, default=0) >= 0x80 and len(b) <= 4)]
@@ -195,6 +197,21 @@ def test_qwen_has_no_irregular_token_and_its_masks_follow_the_bytes():
         actual = masks.token_mask(prefix)
         wrong = [q.token_bytes[t] for t in chosen if bool(actual[t]) != masks.predicted(prefix, t, end)]
         assert wrong == [], (prefix, wrong[:5])
+def _pieces_differ(vocab) -> list[int]:
+    """Tokens other than end tokens whose text, as llama.cpp's grammar reads it
+    (``llama_token_to_piece`` with special tokens rendered), is not their bytes."""
+    import ctypes
+    from gramopt.engines.llamacpp import _lib, end_tokens, load_vocab
+    ll, v, end = _lib(), load_vocab(vocab), end_tokens(vocab)
+    buf = ctypes.create_string_buffer(1024)
+    out = []
+    for t, b in enumerate(vocab.token_bytes):
+        n = ll.llama_token_to_piece(v, t, buf, len(buf), 0, True)
+        if t not in end and buf.raw[:max(n, 0)] != b:
+            out.append(t)
+    return out
+
+
 # ---------------------------------------------------------------- the judge's check, old and new
 
 POSITIVE_STRING = 'root ::= "\\"" [\\x00-!#-[\\]-\\U0010FFFF]* "\\""'

@@ -34,8 +34,10 @@ non-ASCII code point and on tokens it decodes differently as a whole (the argume
 limits: ``engines.llamacpp.ByteTrace``; ``bytes_decide`` says when it holds). Where it holds for
 the input and the candidate, llama.cpp's check first follows the input's byte sentences
 (``trajectories.byte_sentences``, the texts llguidance's byte check follows) byte by byte, a
-byte mask costing ~35 μs where a Qwen mask costs 25-90 ms, then asks a few full masks
-(``BYTES_DECIDE_SHARE``); elsewhere the full masks at the engine's whole share, as before.
+byte mask costing ~35 μs where a Qwen mask costs 25-90 ms, then asks full masks for
+``BYTES_DECIDE_SHARE`` of the budget (the start state's at the default budget: a token there
+may end deep in a branch no sentence took); elsewhere the full masks at the engine's whole
+share, as before.
 
 Budget. ``steps``: mask comparisons per engine (work units: the same input gives the same
 verdict on any machine); each engine takes ``STEP_SHARE`` of it (llama.cpp's masks cost
@@ -64,8 +66,8 @@ from .trajectories import WALK_TOKENS, TokenGroups, Walker, first_bytes, interle
 
 ENGINE_NAMES = ("xgrammar", "llguidance", "llama.cpp")
 STEP_SHARE = {"xgrammar": 1.0, "llguidance": 1.0, "llama.cpp": 1 / 40}  # llama.cpp: ~50-170 ms a mask
-BYTES_DECIDE_SHARE = 1 / 200  # llama.cpp's full masks where its byte masks decide them (600 -> 3)
-LLAMA_BYTE_SHARE = 8          # llama.cpp's byte-vocabulary steps per step of the budget (600 -> 4,800)
+BYTES_DECIDE_SHARE = 1 / 500  # llama.cpp's full masks where its byte masks decide them (600 -> 1)
+LLAMA_BYTE_SHARE = 4          # llama.cpp's byte-vocabulary steps per step of the budget (600 -> 2,400)
 SHOWN = 6         # tokens a description names per side
 JUDGED = 24       # tokens per side judged against the language at a differing step
 MAX_WALKS = 64    # walks per trace, whatever the budget left
@@ -290,6 +292,7 @@ class EngineCheck:
             raise NotChecked(f"{engine} is not asked: the input's self-concatenation {costly[0]} → "
                              f"{costly[0]} {costly[0]} makes its masks take seconds each")
         self.engine, self.original, self.seed = engine, original, seed
+        self.budget = steps   # the judge's, before the engine's share
         self.steps = max(1, int(steps * STEP_SHARE[engine])) if steps > 0 else 0
         self.adapter = _adapter(engine)
         self.vocab = self.adapter.env.vocab
@@ -434,7 +437,7 @@ class EngineCheck:
             if found is not None:
                 return found
             if decided:
-                steps = max(0, int(self.steps / STEP_SHARE[self.engine] * BYTES_DECIDE_SHARE))
+                steps = int(self.budget * BYTES_DECIDE_SHARE)
                 if steps == 0:
                     return None
         trace = self._trace(steps)
@@ -479,8 +482,12 @@ class EngineCheck:
             return None, False
         if self._llama_bytes is None:
             from .trajectories import byte_sentences
-            budget = int(self.steps / STEP_SHARE[self.engine] * LLAMA_BYTE_SHARE)
-            self._llama_bytes = ByteTrace(self.original, byte_sentences(self.original), budget)
+            budget = int(self.budget * LLAMA_BYTE_SHARE)
+            try:
+                self._llama_bytes = ByteTrace(self.original, byte_sentences(self.original), budget)
+            except RuntimeError as e:  # llama.cpp refuses the input over bytes: the full masks decide
+                self._bytes_why = _first_line(e)
+                return None, False
         d, _ = self._llama_bytes.difference(candidate, _input_wrong_in_bytes(self._reference()))
         if d is None:
             return None, True
