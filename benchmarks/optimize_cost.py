@@ -24,8 +24,8 @@ of those (to finish a run cut short: rows are appended), ``--limit N`` keeps the
 same script measures a base commit and its successor on one machine; every output is written
 under ``--out``/``outputs/MODE/TARGET/``, and ``--compare`` prints both runs' tables side by
 side, counts the outputs whose bytes differ and totals the masks asked of each engine (batch rows:
-``masks``, llguidance over Qwen's vocabulary and over bytes, xgrammar, llama.cpp; work that load does
-not change). Results: ``rows.jsonl`` (one row per item,
+``masks``, llguidance and llama.cpp over Qwen's vocabulary and over bytes, xgrammar; work that load
+does not change). Results: ``rows.jsonl`` (one row per item,
 mode and target) under ``--out``. Figures are p50 / p95 / max over items; on a shared machine
 wall time carries the others' load, CPU time less so.
 """
@@ -97,7 +97,8 @@ def counted(module, owner, name, key):
         return fn(*a, **k)
     setattr(obj, name, wrapped)
 counted("gramopt.engines.xgrammar", "XgrammarMatcher", "fill", "xgrammar")
-counted("gramopt.engines.llamacpp", "LlamaCppMatcher", "allowed_tokens", "llama.cpp")
+counted("gramopt.engines.llamacpp", "LlamaCppMatcher", "allowed_tokens",
+        lambda a: "llama.cpp bytes" if a[0].n <= 257 else "llama.cpp")
 counted("llguidance.numpy", None, "fill_next_token_bitmask",
         lambda a: "llguidance bytes" if a[1].shape[-1] <= 9 else "llguidance")
 
