@@ -305,7 +305,7 @@ class EngineCheck:
         self.source = self.adapter.source(original)  # printed already by compile: cannot fail
         self._found: dict[tuple[str, str], MaskDifference | None] = {}  # by the candidate's source
         self._byte_trace = None  # llguidance's masks of the input over the byte vocabulary (``ByteTrace``)
-        self._llama_bytes = None  # llama.cpp's, when they decide its full masks (``_llama_byte_trace``)
+        self._llama_bytes = None  # llama.cpp's, when they decide its full masks (``_llama_byte_difference``)
         self._bytes_why: str | None = None  # why llama.cpp's byte masks do not decide the input's
         if engine == "llama.cpp" and self.steps:
             from ..engines.llamacpp import bytes_decide
