@@ -16,6 +16,14 @@ import run_once
 from corpus_location import CORPUS
 from examples import FULL
 
+# One intra-op thread per test process for torch (its OpenMP and MKL pools; set before any test
+# module imports torch, and inherited by the processes tests spawn). The suite runs one process
+# per core (`-n 2`, CI's `-n auto`), so a second thread per process only competes with the other
+# worker's, and OpenMP's idle threads spin while they wait: test_verify_decode's four decoding
+# checks took 46.7 CPU s with two threads, 14.0 with one (one process, a loaded 2-core host).
+# A run that sets OMP_NUM_THREADS keeps its own value.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 
 def pytest_configure(config):
     """Full hypothesis example counts (tests/examples.py) unless this is the default run."""
