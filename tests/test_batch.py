@@ -20,6 +20,10 @@ HAVE_XGRAMMAR = importlib.util.find_spec("xgrammar") is not None
 # judge, so a spawned worker does not load three engines over Qwen's vocabulary (~5 s of CPU
 # each). The default target in a batch: test_front_door's default-target case.
 GENERIC = ["--target", "generic"]
+# Every batch here runs on one spawned worker shared by the module (conftest's one_batch_worker),
+# not on new ones per batch: each pays ~4 CPU s of imports (gramopt, xgrammar for the schemas).
+# Batches of two workers: test_cli's folder tests and test_bounded_batch.
+J1 = ["-j", "1"]
 
 
 @pytest.fixture
@@ -64,44 +68,45 @@ def test_key_follows_content_and_shaping_options():
     assert item_key(a, {"target": "generic"}) != item_key(a, {"target": "generic", "fast": True})
 
 
-def test_folder_batch_then_a_rerun_from_the_cache(mixed, tmp_path, capsys):
+def test_folder_batch_then_a_rerun_from_the_cache(mixed, tmp_path, capsys, one_batch_worker):
     out = tmp_path / "out"
-    assert main(["optimize", str(mixed), "-o", str(out), "-j", "2", *GENERIC]) == 0
+    assert main(["optimize", str(mixed), "-o", str(out), *J1, *GENERIC]) == 0
+    assert one_batch_worker.built >= 1  # the items went to a spawned worker
     first = outputs(out)
     n = 6 if HAVE_XGRAMMAR else 2
     assert len(first) == n
     err = capsys.readouterr().err
     assert f"done {n}  failed 0  cached 0" in err
-    assert main(["optimize", str(mixed), "-o", str(out), "-j", "2", *GENERIC]) == 0
+    assert main(["optimize", str(mixed), "-o", str(out), *J1, *GENERIC]) == 0
     err = capsys.readouterr().err
     assert f"{n} items, {n} served from the cache, 0 to optimize" in err and f"cached {n}" in err
     assert outputs(out) == first
     shutil.rmtree(out)  # the cache elsewhere serves a fresh output folder too
     cache = tmp_path / "shared-cache"
-    assert main(["optimize", str(mixed), "-o", str(out), "--cache", str(cache), "-j", "1", *GENERIC]) == 0
+    assert main(["optimize", str(mixed), "-o", str(out), "--cache", str(cache), *J1, *GENERIC]) == 0
     assert outputs(out) == first
     capsys.readouterr()
     out2 = tmp_path / "out2"
-    assert main(["optimize", str(mixed), "-o", str(out2), "--cache", str(cache), *GENERIC]) == 0
+    assert main(["optimize", str(mixed), "-o", str(out2), "--cache", str(cache), *J1, *GENERIC]) == 0
     assert f"{n} served from the cache" in capsys.readouterr().err and outputs(out2) == first
 
 
-def test_failures_are_counted_and_the_rest_written(tmp_path, capsys):
+def test_failures_are_counted_and_the_rest_written(tmp_path, capsys, one_batch_worker):
     src = tmp_path / "in"
     src.mkdir()
     shutil.copy(EXAMPLES / "anbn_g1.ebnf", src / "good.ebnf")
     (src / "bad.gbnf").write_text("root ::= (\n", encoding="utf-8")
     out = tmp_path / "out"
-    assert main(["optimize", str(src), "-o", str(out), "-j", "1", *GENERIC]) == 2
+    assert main(["optimize", str(src), "-o", str(out), *J1, *GENERIC]) == 2
     err = capsys.readouterr().err
     assert "done 1  failed 1  cached 0" in err and "bad.gbnf:2:1: error:" in err
     assert (out / "good.ebnf").exists() and not (out / "bad.gbnf").exists()
 
 
 @pytest.mark.skipif(not HAVE_XGRAMMAR, reason="xgrammar (the default target's schema converter) not installed")
-def test_a_jsonl_file_is_a_batch(tmp_path, capsys):
+def test_a_jsonl_file_is_a_batch(tmp_path, capsys, one_batch_worker):
     out = tmp_path / "out"
-    assert main(["optimize", str(SCHEMAS / "schemas.jsonl"), "-o", str(out), "-j", "1", *GENERIC]) == 0
+    assert main(["optimize", str(SCHEMAS / "schemas.jsonl"), "-o", str(out), *J1, *GENERIC]) == 0
     assert sorted(p.name for p in out.glob("*.ebnf")) == ["schemas.1.ebnf", "schemas.3.ebnf", "schemas.4.ebnf"]
     assert "# JSON Schema schemas.3 converted by xgrammar" in (out / "schemas.3.ebnf").read_text(encoding="utf-8")
 
