@@ -35,7 +35,9 @@ def entries(cache: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize("bad", ['[1, 2, 3]', '{"text": 42}', "not json at all", "\udcff"])
-def test_a_bad_cache_entry_is_ignored_with_a_warning(folder, tmp_path, capsys, bad):
+def test_a_bad_cache_entry_is_ignored_with_a_warning(folder, tmp_path, capsys, bad, one_batch_worker):
+    """(The batches of this module share one spawned worker, conftest's ``one_batch_worker``: it
+    loads the default target's engines once, not once per batch.)"""
     out = tmp_path / "out"
     assert main(["optimize", str(folder), "-o", str(out), "-q", "-j", "1"]) == 0
     good = (out / "g.gbnf").read_text(encoding="utf-8")
@@ -65,7 +67,7 @@ def test_a_tampered_cache_entry_fails_its_hash(tmp_path, capsys):
     assert "stored under another key" in capsys.readouterr().err
 
 
-def test_a_hand_edited_output_is_repaired(folder, tmp_path):
+def test_a_hand_edited_output_is_repaired(folder, tmp_path, one_batch_worker):
     out = tmp_path / "out"
     assert main(["optimize", str(folder), "-o", str(out), "-q", "-j", "1"]) == 0
     good = (out / "g.gbnf").read_text(encoding="utf-8")
