@@ -26,7 +26,8 @@ EXTENSIONS = (".gbnf", ".ebnf", ".lark")  # .cfg: a GBNF grammar never converts 
 
 # The output forms are the point here, not the optimize: each target optimizes SMALL_JSON once in
 # this module and every extension, --strict run and -o - writes that result (conftest's
-# optimize_once_per_module; in-process runs only: the folder test's batch worker optimizes itself)
+# optimize_once_per_module; in-process runs only: the folder test's batch worker optimizes itself,
+# on one worker for both its batches)
 pytestmark = pytest.mark.usefixtures("optimize_once_per_module")
 
 
@@ -76,7 +77,8 @@ def test_target_dialect_without_extension(src, capsys, name):
     assert ("(=" in text) == _carries(target)
 
 
-def test_folder_output_follows_the_target(src, tmp_path, capsys):
+def test_folder_output_follows_the_target(src, tmp_path, capsys, one_batch_worker):
+    """(Both batches run on one spawned worker, conftest's ``one_batch_worker``.)"""
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "a.gbnf").write_text(SMALL_JSON, encoding="utf-8")
