@@ -103,6 +103,11 @@ def optimize_once_per_module(_optimize_memo, monkeypatch):
     real = gramopt.passes.optimize
 
     def optimize(*args, **kwargs):
+        for value in (*args, *kwargs.values()):  # a grammar node remembers its hash once asked
+            try:  # (grammar.expr._remembers_hash), which its pickle then holds: ask first, so that
+                hash(value)  # the same input gives the same key before and after an optimize
+            except TypeError:
+                pass
         try:
             key = pickle.dumps((args, sorted(kwargs.items(), key=lambda kv: kv[0])))
         except Exception:  # noqa: BLE001 - an argument that does not pickle (a callback): not memoized
