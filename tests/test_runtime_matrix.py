@@ -318,12 +318,14 @@ def test_engine_adapter_and_bench_name():
 def test_optimize_report_says_when_ambiguity_stays(tmp_path, capsys):
     """G4 through the clean-up passes only keeps S → S S (the generic target: no guard, no
     fix-ups; the default target's guard now prefers its fixed-up reference, S without left
-    recursion): the report says it stays ambiguous and names the matrix runtime."""
+    recursion): the report says it stays ambiguous and names the matrix runtime. (Without the
+    language check: G4's, ~3 CPU s on the reference recognizer, is test_optimize_exact's.)"""
     from gramopt.cli.optimize import optimize_file
     p = tmp_path / "g.gbnf"
     p.write_text('root ::= S\nS ::= S S | "a" | "b"\n')
     from gramopt.optimizer import Options
-    assert optimize_file(str(p), None, Options(target="generic", passes=("cleanup",)), report=True) == 0
+    assert optimize_file(str(p), None, Options(target="generic", passes=("cleanup",), verify=False),
+                         report=True) == 0
     out = capsys.readouterr().out
     assert "stays ambiguous" in out and "valiant" in out
 
