@@ -127,7 +127,10 @@ G1 = g(("S", alt(seq(L("a"), R("S"), L("b")), Epsilon())))
 G2 = g(("S", alt(seq(L("a"), R("A"), L("b")), Epsilon())), ("A", alt(seq(L("a"), R("A"), L("b")), Epsilon())))
 
 
-@pytest.mark.parametrize("a,b", [(G3, G4), (G3, STAR), (STAR, LEFT), (G4, LEFT), (G1, G2)])
+# G4 (S ::= S S) costs the enumeration ~3 CPU s on the reference recognizer: the default run
+# checks it against G3, -m slow against LEFT too
+@pytest.mark.parametrize("a,b", [(G3, G4), (G3, STAR), (STAR, LEFT), pytest.param(G4, LEFT, marks=pytest.mark.slow),
+                                 (G1, G2)])
 def test_equivalent_grammars_pass(a, b):
     r = check_equivalence(a, b, FAST)
     assert r.ok, r
