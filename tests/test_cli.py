@@ -133,7 +133,9 @@ def test_unsound_output_is_refused_with_a_counterexample(g2, tmp_path, monkeypat
     assert not out.exists()
 
 
-def test_folder_build_step_uses_the_cache(tmp_path, capsys):
+def test_folder_build_step_uses_the_cache(tmp_path, capsys, one_batch_worker):
+    """(This module's batches lease their workers from conftest's ``one_batch_worker``: a pool of
+    one worker serves this test's last run and the next test's batch.)"""
     src = tmp_path / "in"
     (src / "sub").mkdir(parents=True)
     shutil.copy(EXAMPLES / "anbn_g1.ebnf", src / "g1.ebnf")
@@ -152,7 +154,7 @@ def test_folder_build_step_uses_the_cache(tmp_path, capsys):
     assert "2 items, 1 served from the cache, 1 to optimize" in capsys.readouterr().err
 
 
-def test_folder_with_a_bad_file_fails_but_writes_the_others(tmp_path, capsys):
+def test_folder_with_a_bad_file_fails_but_writes_the_others(tmp_path, capsys, one_batch_worker):
     src = tmp_path / "in"
     src.mkdir()
     shutil.copy(EXAMPLES / "anbn_g1.ebnf", src / "good.ebnf")
