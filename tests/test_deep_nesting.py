@@ -14,7 +14,7 @@ from gramopt import inputs
 from gramopt.cli import main
 from gramopt.formats import parse, read, write
 from gramopt.formats.ebnf import MAX_BODY_DEPTH, MAX_NESTING
-from gramopt.grammar import MAX_PASS_DEPTH, GrammarError, depth
+from gramopt.grammar import MAX_PASS_DEPTH, GrammarError, Repeat, depth, walk
 from gramopt.verify import check_equivalence
 
 DEEP = 10_000
@@ -51,7 +51,15 @@ def test_deep_groups_read_into_bounded_rules_of_the_same_language(dialect):
 def test_deep_nesting_round_trips(text, dialect):
     g = parse(text, dialect)
     out = write(g, dialect)
-    assert parse(out, dialect) == g
+    if dialect == "gbnf" and text.startswith('root ::= "a"**'):
+        # GBNF writes a repetition of a repetition merged where its counts allow
+        # (``formats.ebnf._unnested_repeat``: llguidance's reader fails on the nest), in each
+        # of the rules the reader lifted the deep nest into: the same language, no nest left
+        back = parse(out, dialect)
+        assert not any(isinstance(x, Repeat) and isinstance(x.item, Repeat) for r in back.rules for x in walk(r.body))
+        assert check_equivalence(back, parse('root ::= "a"*\n', dialect)).ok
+    else:
+        assert parse(out, dialect) == g
     assert write(parse(out, dialect), dialect) == out
 
 
