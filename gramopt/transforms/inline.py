@@ -67,7 +67,7 @@ INLINE_LEXICAL = "lexical"  # by κ, only rules that are no lexeme of llguidance
 """The inlining policies a target chooses (``Target.inlining``; the ``inline`` pass reads them)."""
 
 
-def keeps_lexemes(grammar: Grammar) -> Callable[[Rule, list[str]], bool]:
+def keeps_lexemes(grammar: Grammar) -> Callable[[Rule], bool]:
     """Whether inlining a rule into its users leaves llguidance's lexemes as they are: the
     rule is not lexical (``grammar.analysis.lexical_rules``: llguidance's GBNF reader makes
     each lexical rule one greedy lexeme; a non-lexical rule's users name it, so they are not
@@ -77,14 +77,14 @@ def keeps_lexemes(grammar: Grammar) -> Callable[[Rule, list[str]], bool]:
     lexeme becomes a sequence of smaller ones (``item ::= "- " [^\n]+ "\n"`` inlined into
     ``root ::= item+``: 250x slower there). Into a lexical user it keeps the masks but makes
     a larger lexeme, which the llguidance cost model prices higher (1.36x on an obfuscated
-    BFCL grammar, where the guard then kept the input): not done. Each allowed inlining
+    BFCL grammar, where the guard then kept the input without its redundancy): not done. Each allowed inlining
     leaves every other rule as lexical as it was (a lexical user names only lexical rules
     still; a non-lexical user still names a non-lexical rule, or itself), so the set taken
     from ``grammar`` once holds for the whole pass."""
     from ..grammar.analysis import lexical_rules
     lexical = lexical_rules(grammar)
 
-    def may(rule: Rule, users: list[str]) -> bool:
+    def may(rule: Rule) -> bool:
         return rule.name not in lexical or isinstance(rule.body, (Literal, CharClass))
     return may
 
@@ -108,10 +108,10 @@ class Budget:
 
 def inline_rules(grammar: Grammar, always: Callable[[Rule], bool] | None = None,
                  budget: Budget | None = None,
-                 may: Callable[[Rule, list[str]], bool] | None = None) -> tuple[Grammar, list[str]]:
+                 may: Callable[[Rule], bool] | None = None) -> tuple[Grammar, list[str]]:
     """Inline every rule whose inlining does not increase κ, and every (unpinned,
     non-recursive) rule of κ ≤ ``ALWAYS_MAX_KAPPA`` for which ``always(rule)`` holds whatever
-    κ says, never a rule for which ``may(rule, its users)`` is false; return the grammar and
+    κ says, never a rule for which ``may(rule)`` is false; return the grammar and
     the inlined names (in order). Rounds to a fixpoint
     (``transforms.fixpoint``): a rule visited before the rules it names were inlined into it (a
     leaf only afterwards) gets its second look.
@@ -233,7 +233,7 @@ def _substituted(rule: Rule, sub: Callable[[Expr], Expr]) -> Rule:
 
 
 def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
-                  budget: Budget, may: Callable[[Rule, list[str]], bool] | None = None) -> tuple[Grammar, list[str]]:
+                  budget: Budget, may: Callable[[Rule], bool] | None = None) -> tuple[Grammar, list[str]]:
     """One pass over the rules in order. A candidate's trial costs one look-up per user
     (``inline_delta`` on each user's ``Uses``, remembered until that user changes); the
     users are rewritten only when it is inlined (or, rarely, to measure an exact depth or
@@ -268,7 +268,7 @@ def _inline_round(grammar: Grammar, always: Callable[[Rule], bool] | None,
             continue
         body = rules[name].body
         users = [u for u in list(users_of.get(name, ())) if u in rules and u != name]
-        if frozen.intersection(users) or (may is not None and not may(rules[name], users)):
+        if frozen.intersection(users) or (may is not None and not may(rules[name])):
             continue
         if not budget.charge(kap[name] + sum(kap[u] for u in users)):
             break
