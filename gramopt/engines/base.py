@@ -146,6 +146,10 @@ class Engine:
             raise EngineError(e.message if hasattr(e, "message") else str(e).splitlines()[0]) from None
 
 
+BYTE_END = 256
+"""The end token of the byte vocabularies (llguidance's ``_byte_tokenizer``, llama.cpp's
+``byte_vocab``): ids 0..255 are the single bytes."""
+
 _PRINTED: dict[str, IdentityMemo] = {}
 
 
@@ -164,4 +168,4 @@ def first_line(e: Exception, limit: int = 160) -> str:
     return (str(e).strip().splitlines() or [""])[0][:limit]
 
 
-__all__ = ["Engine", "EngineError", "EngineMatcher", "Env", "first_line", "printed_as"]
+__all__ = ["BYTE_END", "Engine", "EngineError", "EngineMatcher", "Env", "first_line", "printed_as"]

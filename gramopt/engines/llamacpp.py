@@ -47,7 +47,7 @@ import numpy as np
 
 from ..runtime.cachedir import cache_dir
 from ..grammar import Grammar, GrammarError
-from .base import Engine, EngineError, EngineMatcher, printed_as
+from .base import BYTE_END, Engine, EngineError, EngineMatcher, printed_as
 
 FORMAT = 2  # bump when the GGUF written for a vocabulary changes
 _TYPE_NORMAL, _TYPE_CONTROL, _TYPE_UNUSED = 1, 3, 5
@@ -385,7 +385,7 @@ class LlamaCppMatcher(EngineMatcher):
 
 # ---------------------------------------------------------------- the byte vocabulary
 
-BYTE_EOS = 256  # the byte vocabulary's end token: ids 0..255 are the single bytes
+BYTE_EOS = BYTE_END  # the byte vocabulary's end token: ids 0..255 are the single bytes
 
 
 def byte_vocab():

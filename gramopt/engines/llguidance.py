@@ -44,9 +44,9 @@ from ..grammar import Grammar
 from ..grammar.analysis import inlined_depth
 from ..verify.derivations import heights, random_sentence
 from ..verify.symbols import compile_grammar
-from .base import Engine, EngineError, EngineMatcher, printed_as
+from .base import BYTE_END, Engine, EngineError, EngineMatcher, printed_as
 
-EOS = 256
+EOS = BYTE_END
 MAX_INLINED_DEPTH = 3000
 """The deepest grammar (``grammar.analysis.inlined_depth``) handed to llguidance: its Rust
 recursion overflows the 8 MB main-thread stack (a segmentation fault, no error) past about

@@ -61,6 +61,7 @@ import numpy as np
 
 from ..grammar import Grammar
 from ..costmodels.engine_shapes import unbounded_rules
+from ..engines.base import BYTE_END
 from ..grammar.dialects import token_atoms
 from .trajectories import WALK_TOKENS, TokenGroups, Walker, first_bytes, interleave, sentences, token_paths
 
@@ -549,7 +550,6 @@ def _byte_vocabulary_difference(original: Grammar, candidate: Grammar, texts: li
     return _byte_difference("llguidance", d.prefix, d.only_original, d.only_optimized)
 
 
-_BYTE_END = 256  # the byte vocabularies' end token (llguidance's and llama.cpp's): ids 0..255 are bytes
 
 
 def _input_wrong_in_bytes(rec):
@@ -558,18 +558,18 @@ def _input_wrong_in_bytes(rec):
     (``input_mask_wrong`` with the reference recognizer ``rec``); None without one."""
     if rec is None:
         return None
-    spelled = [bytes([x]) for x in range(_BYTE_END)] + [b""]
+    spelled = [bytes([x]) for x in range(BYTE_END)] + [b""]
 
     def input_wrong(prefix: bytes, only_in: list[int], only_cand: list[int]) -> bool:
         state = rec.run(prefix)
-        return state is not None and input_mask_wrong(rec, state, spelled, {_BYTE_END}, np.array(only_in, int),
+        return state is not None and input_mask_wrong(rec, state, spelled, {BYTE_END}, np.array(only_in, int),
                                                       np.array(only_cand, int))
     return input_wrong
 
 
 def _byte_difference(engine: str, prefix: bytes, only_input: list[int], only_candidate: list[int]) -> MaskDifference:
     """A byte vocabulary's differing step as a ``MaskDifference`` (the end token spelled empty)."""
-    spell = lambda xs: tuple(b"" if x == _BYTE_END else bytes([x]) for x in xs)  # noqa: E731
+    spell = lambda xs: tuple(b"" if x == BYTE_END else bytes([x]) for x in xs)  # noqa: E731
     return MaskDifference(engine, prefix, spell(only_input[:SHOWN]), spell(only_candidate[:SHOWN]),
                           len(only_input), len(only_candidate), "sentence, byte vocabulary")
 
