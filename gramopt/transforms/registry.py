@@ -257,17 +257,14 @@ def _inline(g: Grammar, ctx: PassContext, rep) -> Grammar:
     """Inline non-start rules as the target's inlining policy says (``inline.inline_rules``,
     whose docstring is the argument), within ``ctx.limits.inline_work``."""
     t = ctx.target
-    if t is not None and t.inlining == INLINE_NONE:
-        # (llguidance: its rules are its lexer's boundaries; pass-through and duplicate rules
-        # are merged by the other passes)
+    lexical = t is not None and t.inlining == INLINE_LEXICAL
+    if t is not None and (t.inlining == INLINE_NONE or (lexical and token_atoms(g.dialect))):
+        # (pass-through and duplicate rules are merged by the other passes; a Lark grammar's
+        # lexemes are its terminals, so its rules are kept as written under INLINE_LEXICAL)
         rep.notes.append(f"{t.name}: rules kept")
         return g
     budget = InlineBudget(ctx.limits.inline_work)
     leaves = t is not None and t.inlining == INLINE_LEAVES
-    lexical = t is not None and t.inlining == INLINE_LEXICAL
-    if lexical and token_atoms(g.dialect):  # a Lark grammar's lexemes are its terminals: kept as written
-        rep.notes.append(f"{t.name}: rules kept")
-        return g
     out, names = inline_rules(g, always=is_leaf if leaves else None, budget=budget,
                               may=keeps_lexemes(g) if lexical else None)
     if names:
