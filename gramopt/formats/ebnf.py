@@ -59,7 +59,7 @@ from typing import Iterable
 
 from .regex_macro import RegexMacroError, regex_to_expr
 from ..grammar import (MAX_PASS_DEPTH, depth, Alt, CharClass, Epsilon, Expr, Grammar, GrammarError, Literal, Native, Ref, Regex,
-                       Repeat, Rule, Seq, SourcePos, Terminal, alt, rename_refs, seq)
+                       Repeat, Rule, Seq, SourcePos, Terminal, alt, rename_refs, seq, transform, walk)
 from ..grammar.tag_dispatch import TagDispatch, lower_tag_dispatch
 
 DIALECTS = ("gbnf", "ebnf")
@@ -958,7 +958,29 @@ def _check_rule_name(name: str, dialect: str) -> None:
 
 def format_expr(expr: Expr, dialect: str = "ebnf") -> str:
     """One expression in ``dialect`` syntax with minimal parentheses."""
+    if dialect == "gbnf":
+        if _nests_repeats(expr) or _nests_repeats(transform(expr, _same)):
+            expr = transform(expr, _unnested)
     return _fmt(expr, 0, dialect)
+
+
+def _nests_repeats(expr: Expr) -> bool:
+    return any(isinstance(e, Repeat) and isinstance(e.item, Repeat) for e in walk(expr))
+
+
+def _same(e: Expr) -> Expr:
+    return e
+
+
+def _unnested(e: Expr) -> Expr:
+    """For ``transform``: a repetition of a repetition respelled (``_unnested_repeat``) until
+    its operand is none. Run bottom-up over a body, with ``seq`` dropping each ``""`` that a
+    respelling leaves, it gives a body the reader reads back with no such nest: the reader
+    drops a ``""`` item of a group (``transform(e, _same)`` is what it reads), which could
+    otherwise leave a one-item group around a repetition under a repetition."""
+    while isinstance(e, Repeat) and isinstance(e.item, Repeat):
+        e = _unnested_repeat(e)
+    return e
 
 
 # contexts: 0 = alternative, 1 = item of a sequence, 2 = operand of a repetition suffix
@@ -998,9 +1020,12 @@ def _unnested_repeat(e: Repeat) -> Expr:
     ``x^k`` over the totals ``k`` of ``j`` counts in ``[m,n]``, ``a <= j <= b``, and ``x^k``
     depends on the total alone. When the totals form one interval it is one repetition of
     ``x`` (``_merged_counts``); otherwise ``m >= 1`` and the inner repetition is written
-    ``x x{m-1,n-1}`` (the first copy split off), a two-item group the reader keeps."""
+    ``x x{m-1,n-1}`` (the first copy split off), a two-item group the reader keeps; a
+    repetition of what denotes only ``""`` is ``""``."""
     inner = e.item
     assert isinstance(inner, Repeat)
+    if _only_empty(inner.item):  # ""^k = "" (and a split would leave a lone repetition)
+        return Epsilon()
     merged = _merged_counts(inner.min, inner.max, e.min, e.max)
     if merged is not None:
         lo, hi = merged
@@ -1008,6 +1033,18 @@ def _unnested_repeat(e: Repeat) -> Expr:
     rest = Repeat(inner.item, inner.min - 1, None if inner.max is None else inner.max - 1)
     first_split = Seq((inner.item, inner.item if (rest.min, rest.max) == (1, 1) else rest))
     return Repeat(first_split, e.min, e.max)
+
+
+def _only_empty(e: Expr) -> bool:
+    """``e`` denotes exactly the empty word: ``Epsilon``, or a repetition, sequence or choice
+    of such (a repetition's count set is never empty, and ``""^k = ""``)."""
+    if isinstance(e, Epsilon):
+        return True
+    if isinstance(e, Repeat):
+        return _only_empty(e.item)
+    if isinstance(e, (Seq, Alt)):
+        return bool(e.items) and all(_only_empty(x) for x in e.items)
+    return False
 
 
 def _merged_counts(m: int, n: int | None, a: int, b: int | None) -> tuple[int, int | None] | None:
