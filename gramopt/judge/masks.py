@@ -423,6 +423,10 @@ class EngineCheck:
         return self._found[source]
 
     def _difference(self, candidate: Grammar) -> MaskDifference | None:
+        costly = unbounded_rules(candidate, self.engine)
+        if costly:  # the input has none (else no check): a candidate whose masks take seconds is refused
+            return MaskDifference(self.engine, refused=f"not asked: the candidate's self-concatenation {costly[0]} → "
+                                                       f"{costly[0]} {costly[0]} makes its masks take seconds each")
         if self.engine == "llguidance":
             if self._byte_trace is None and not token_atoms(self.original.dialect):
                 from ..engines.llguidance import ByteTrace
