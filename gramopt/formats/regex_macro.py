@@ -122,6 +122,8 @@ class _Translator:
             e = self.node(op, av)
             if e is None:
                 return None
+            if isinstance(e, Epsilon):
+                continue
             if isinstance(e, Literal) and parts and isinstance(parts[-1], Literal):
                 parts[-1] = Literal(parts[-1].text + e.text)  # "ab" rather than "a" "b"
             else:
@@ -154,9 +156,11 @@ class _Translator:
             if isinstance(body, Epsilon) or high == 0:
                 return Epsilon()
             return body if (lo, high) == (1, 1) else Repeat(body, int(lo), high)
+        if op is C.AT and av in (C.AT_BEGINNING, C.AT_END):
+            return Epsilon()  # xgrammar ignores '^' and '$' anywhere (0.2.8: a warning, then a match without them)
         if op is C.AT:
-            raise self.error(f"the anchor {_AT_NAMES.get(av, str(av))} (only a leading '^' and a "
-                             "trailing '$' are read; xgrammar ignores the others)")
+            raise self.error(f"the anchor {_AT_NAMES.get(av, str(av))} (only '^' and '$' are read: "
+                             "xgrammar ignores them)")
         if op in _REFUSED:
             raise self.error(_REFUSED[op])
         raise self.error(f"the regular-expression construct {op}")
