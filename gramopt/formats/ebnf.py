@@ -958,7 +958,7 @@ def _check_rule_name(name: str, dialect: str) -> None:
 
 def format_expr(expr: Expr, dialect: str = "ebnf") -> str:
     """One expression in ``dialect`` syntax with minimal parentheses."""
-    if dialect == "gbnf":
+    if dialect == "gbnf" and _may_nest(expr):
         if _nests_repeats(expr) or _nests_repeats(transform(expr, _same)):
             expr = transform(expr, _unnested)
     return _fmt(expr, 0, dialect)
@@ -966,6 +966,18 @@ def format_expr(expr: Expr, dialect: str = "ebnf") -> str:
 
 def _nests_repeats(expr: Expr) -> bool:
     return any(isinstance(e, Repeat) and isinstance(e.item, Repeat) for e in walk(expr))
+
+
+def _may_nest(expr: Expr) -> bool:
+    """One walk: a repetition of a repetition, or a sequence the reader would flatten (a ``""``
+    or a sequence among its items); without either, the body reads back with no nest."""
+    if isinstance(expr, Repeat):
+        return isinstance(expr.item, Repeat) or _may_nest(expr.item)
+    if isinstance(expr, Seq):
+        return any(isinstance(i, (Epsilon, Seq)) or _may_nest(i) for i in expr.items)
+    if isinstance(expr, Alt):
+        return any(_may_nest(i) for i in expr.items)
+    return False
 
 
 def _same(e: Expr) -> Expr:
