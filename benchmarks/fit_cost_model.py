@@ -181,7 +181,7 @@ def main(argv=None) -> int:
              "| engine | model | eval pairs | outside ±20% | right (model) | accuracy (model) | right (shape guard) | "
              "accuracy (shape guard) | decision pairs outside ±20% | model | shape guard |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    models = {}
+    models, decision_pairs = {}, {}
     for e in ENGINES:
         ps = pairs_of(rows, e, feats)
         fit_ps = [p for p in ps if p["split"] == "fit"]
@@ -206,6 +206,7 @@ def main(argv=None) -> int:
         rn, n = accuracy(ev, new)
         ro, _ = accuracy(ev, old)
         dec = [p for p in ev if (p["ref"], p["other"]) in DECISION]
+        decision_pairs[e] = [p for p in dec if abs(p["y"]) > BAND]
         dn, dd = accuracy(dec, new)
         do, _ = accuracy(dec, old)
         pct = lambda r, k: f"{r / k:.0%}" if k else "–"  # noqa: E731
@@ -229,6 +230,15 @@ def main(argv=None) -> int:
                 gm = math.exp(sum(map(math.log, xs)) / len(xs))
                 lines.append(f"| {conv} | {e} | {len(xs)} | {gm:.3f} | {min(xs):.2f} | {sum(x < 0.9 for x in xs)} | "
                              f"{sum(not 1 / 1.1 <= x <= 1.1 for x in aa)} |")
+    lines += ["", "Decision pairs outside ±20% (evaluated rows): the measured p95 ratio candidate / reference beside "
+              "the row's A/A (input against a second compile of itself) and the model's prediction", "",
+              "| engine | schema | converter | pair | measured | A/A | predicted | right |", "|---|---|---|---|---|---|---|---|"]
+    for e in ENGINES:
+        for p in sorted(decision_pairs[e], key=lambda p: (p["schema"], p["converter"], p["ref"])):
+            pred = models[e].log_ratio(p["fa"], p["fb"])
+            lines.append(f"| {e} | {p['schema']} | {p['converter']} | {p['ref']} → {p['other']} | "
+                         f"{math.exp(p['y']):.2f} | {math.exp(p['aa']):.2f} | {math.exp(pred):.2f} | "
+                         f"{'yes' if (pred < 0) == (p['y'] < 0) else 'no'} |")
     text = "\n".join(lines)
     print(text)
     if a.out:
