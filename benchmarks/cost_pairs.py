@@ -20,8 +20,8 @@ converter (``--converters``); per converted input the forms are (deduplicated by
 Timing, per engine, as ``jsonschemabench_bench.step``: all forms and a second compile of the input
 (the A/A control) are stepped interleaved along the schema's valid instances (Qwen-tokenized, cut
 at ``--max-tokens``), per step the minimum over ``--repeats`` runs; per form the per-mask p50 and
-p95 in µs. llama.cpp (and any engine whose first mask takes over 5 ms) gets ``--slow-instances``
-instances cut at ``--slow-tokens`` with one repeat. Each row keeps every form's text, so features
+p95 in µs. llama.cpp (and any engine whose first mask takes over 5 ms, or any form's mask over 50 ms
+along the first 24 tokens of the first instance) gets ``--slow-instances`` instances cut at ``--slow-tokens`` with one repeat. Each row keeps every form's text, so features
 can be recomputed without measuring again (``gramopt.costmodels.predict.features``).
 
 Split: ``split_of(schema)`` — the first byte of sha256(schema file name) even: "fit", odd:
@@ -46,6 +46,8 @@ from jsonschemabench_bench import DATA, Loader, step  # noqa: E402
 
 ENGINES = ("xgrammar", "llguidance", "llama.cpp")
 SLOW_FIRST_MASK = 5e-3
+PROBE_TOKENS = 24
+SLOW_MASK = 0.05  # a mask slower than this along the probe: the slow engine's instances
 
 
 def split_of(schema_name: str) -> str:
@@ -83,6 +85,17 @@ def candidate_forms(grammar) -> dict:
     return out
 
 
+def _slow_masks(loader, engine, forms, tests) -> bool:
+    """Whether a mask of any form takes over ``SLOW_MASK`` along the first ``PROBE_TOKENS``
+    tokens of the first instance: a form whose masks grow along the text (xgrammar on llama.cpp's
+    form of Github_medium---o6213: the first mask fast, a run stepping it for 20 minutes)."""
+    if not tests:
+        return False
+    toks = loader.env.tokenizer.encode(json.dumps(tests[0][0], ensure_ascii=False))[:PROBE_TOKENS]
+    times, _, _ = step(loader, engine, forms, toks, None, 0)
+    return any(t > SLOW_MASK for xs in times for t in xs)
+
+
 def time_forms(loader, engine, texts: list[tuple[str, str]], tests, repeats, max_tokens, slow_instances,
                slow_tokens) -> dict:
     """Per form (and the A/A copy, last): per-mask p50/p95 in µs along ``tests``; forms that do
@@ -108,7 +121,8 @@ def time_forms(loader, engine, texts: list[tuple[str, str]], tests, repeats, max
     probe = loader.matcher(engine, compiled[0])
     t = time.perf_counter()
     probe.fill(np.zeros((len(loader.env.vocab) + 31) // 32, np.int32))
-    slow = engine == "llama.cpp" or time.perf_counter() - t > SLOW_FIRST_MASK
+    slow = (engine == "llama.cpp" or time.perf_counter() - t > SLOW_FIRST_MASK
+            or _slow_masks(loader, engine, forms, tests))
     if slow:
         tests, repeats, max_tokens = tests[:slow_instances], min(repeats, 1), slow_tokens
     eos = loader.env.vocab.eos_ids[0]
