@@ -117,26 +117,6 @@ def test_a_self_concatenating_candidate_is_not_stepped(xgrammar):
     assert check.spent == 0
 
 
-def test_an_engine_that_cannot_check_the_input_checks_against_the_stand_in(xgrammar):
-    """xgrammar is not asked about the input (a self-concatenation); with the last resort as
-    the stand-in (here the same language without it) xgrammar checks candidates against that:
-    the stand-in itself passes, a candidate that brings the self-concatenation back is refused,
-    and the status names the stand-in and why. Without a stand-in the engine is skipped."""
-    from gramopt.judge import _Engines
-    selfcat = ebnf('root ::= [a-z]+ (" " rep)*\nrep ::= rep rep | [a-z]\n')
-    plain = ebnf('root ::= [a-z]+ (" " rep)*\nrep ::= [a-z] rep | [a-z]\n')
-    other = ebnf('root ::= [a-z]+ (" " rep)*\nrep ::= [a-z]+\n')
-    engines = _Engines(selfcat, ("xgrammar",), 40, (), stand_in=plain)
-    assert engines.difference(plain) is None and engines.difference(other) is None
-    d = engines.difference(ebnf('root ::= [a-z]+ (" " r)*\nr ::= r r | [a-z]\n'))
-    assert d is not None and d.refused and "self-concatenation r → r r" in d.describe()
-    assert engines.difference(selfcat) is None  # the input itself is never a difference
-    status = engines.status()
-    assert status.startswith("checked in xgrammar (") and "xgrammar against the input with only the fix-ups" in status
-    alone = _Engines(selfcat, ("xgrammar",), 40, ())
-    assert alone.difference(other) is None and alone.status().startswith("checked in no engine")
-
-
 def test_the_inputs_own_engine_error_is_not_held_against_the_candidate(xgrammar):
     # the other way round the candidate's masks are the language's: the input is xgrammar's error
     check = xgrammar.EngineCheck("xgrammar", ebnf(ASSERTED), steps=200)

@@ -14,10 +14,7 @@ Two questions, in this order for each candidate:
      the candidate's full token masks along deterministic trajectories must equal the
      input's (``masks.EngineCheck``: samples, derived sentences, seeded walks; Qwen's
      vocabulary; llguidance also over a byte vocabulary). A step where they differ is a
-     defect whatever the language check says (xgrammar trusts lookahead assertions). An
-     engine that cannot check the input (llama.cpp refuses a left recursion; xgrammar is not
-     asked about a self-concatenation) checks against the input with only the target's
-     fix-ups, when it can check that one (``_Engines._new``).
+     defect whatever the language check says (xgrammar trusts lookahead assertions).
 
 On a mask difference the culprit is found and dropped, cheapest loss first:
   * per pass: the passes are replayed one at a time from the input; the first whose output
@@ -145,13 +142,10 @@ class _Engines:
     counts are those of checking them one after another in ``names`` order up to the first
     that differs (what a later engine spent on that candidate is rewound, ``EngineCheck.mark``)."""
 
-    def __init__(self, original: Grammar, names: tuple[str, ...], steps: int, samples: tuple[bytes, ...],
-                 stand_in: Grammar | None = None):
+    def __init__(self, original: Grammar, names: tuple[str, ...], steps: int, samples: tuple[bytes, ...]):
         self.original, self.names, self.steps, self.samples = original, names, steps, samples
-        self.stand_in = stand_in  # the reference in an engine that cannot check the input (``_new``)
         self.checks: dict[str, EngineCheck | None] = {}   # the checks the order above has reached
         self.skipped: list[str] = []
-        self.stand_ins: list[str] = []  # the engines checked against ``stand_in``, and why
         self._made: dict[str, tuple[EngineCheck | None, str | None]] = {}  # (check, why not) by engine
 
     def _make(self, names) -> None:
@@ -163,26 +157,10 @@ class _Engines:
                 self._made[n] = made
 
     def _new(self, name: str) -> tuple[EngineCheck | None, str | None]:
-        """The input's check in ``name``; where the engine cannot check the input (it refuses
-        it: llama.cpp and a left recursion; it is not asked: a self-concatenation in xgrammar)
-        but can check ``stand_in`` (the input with only the target's fix-ups, the judge's last
-        resort: the same language), that one's, named in the status. The masks a candidate must
-        keep there are the stand-in's: the input has none to keep, and the last resort is what
-        the judge writes when nothing else passes, so a candidate the engine refuses (a repair
-        that restores the input's left recursion) or that differs from it is never preferred
-        to it."""
         try:
             return EngineCheck(name, self.original, self.steps, samples=self.samples), None
         except NotChecked as e:
-            why = str(e)
-        if self.stand_in is None or self.stand_in == self.original or not installed(name):
-            return None, why
-        try:
-            check = EngineCheck(name, self.stand_in, self.steps, samples=self.samples)
-        except NotChecked:
-            return None, why
-        self.stand_ins.append(f"{name} against the input with only the fix-ups ({why})")
-        return check, None
+            return None, str(e)
 
     def check(self, name: str) -> EngineCheck | None:
         if name not in self.checks:
@@ -226,8 +204,6 @@ class _Engines:
         spent = sum(c.spent for c in self.checks.values() if c is not None)
         errors = sum(len(c.input_errors) for c in self.checks.values() if c is not None)
         line = f"checked in {', '.join(done) or 'no engine'} ({spent:,} mask comparisons)"
-        if self.stand_ins:
-            line += "; " + "; ".join(self.stand_ins)
         if self.skipped:
             line += "; not checked: " + "; ".join(self.skipped)
         if errors:
@@ -250,10 +226,10 @@ def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -
     """The grammar to write in place of ``candidate`` (module docstring), with the notes of
     the "engine-check" and "guard" reports."""
     names, not_installed = engines_for(target)
-    last_label, last = optimizer.fallbacks(False)[-1]  # the last resort (cheap: the fix-ups alone)
-    engines = _Engines(original, names, optimizer.steps, optimizer.samples, stand_in=last)
+    engines = _Engines(original, names, optimizer.steps, optimizer.samples)
     engines.skipped += not_installed
     guard = target.guard
+    last_label, last = optimizer.fallbacks(False)[-1]  # the last resort (cheap: the fix-ups alone)
     verdict = Verdict(candidate, guard_notes=[] if guard is not None else None)
 
     def cost_why(c: Grammar) -> str | None:
