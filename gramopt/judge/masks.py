@@ -49,7 +49,8 @@ Not asked. An engine is not asked about an input whose shape leaves its mask tim
 (``costmodels.engine_shapes.unbounded_rules``: xgrammar 0.2.8 on a self-concatenation X → X X,
 masks that grow with every byte read), since no step budget bounds the check then. It is a
 ``NotChecked``: the other engines and the language check judge the candidate, and the report
-names why that engine did not.
+names why that engine did not. A candidate with such a shape, where the input has none, is
+refused there without a mask asked (a ``MaskDifference`` naming the rule).
 """
 
 from __future__ import annotations
