@@ -291,8 +291,7 @@ class EngineCheck:
             raise NotChecked(f"{engine} is not installed")
         costly = unbounded_rules(original, engine)
         if costly:
-            raise NotChecked(f"{engine} is not asked: the input's self-concatenation {costly[0]} → "
-                             f"{costly[0]} {costly[0]} makes its masks take seconds each")
+            raise NotChecked(f"{engine} is {_unbounded_why('input', costly[0])}")
         self.engine, self.original, self.seed = engine, original, seed
         self.budget = steps   # the judge's, before the engine's share
         self.steps = max(1, int(steps * STEP_SHARE[engine])) if steps > 0 else 0
@@ -426,8 +425,7 @@ class EngineCheck:
     def _difference(self, candidate: Grammar) -> MaskDifference | None:
         costly = unbounded_rules(candidate, self.engine)
         if costly:  # the input has none (else no check): a candidate whose masks take seconds is refused
-            return MaskDifference(self.engine, refused=f"not asked: the candidate's self-concatenation {costly[0]} → "
-                                                       f"{costly[0]} {costly[0]} makes its masks take seconds each")
+            return MaskDifference(self.engine, refused=_unbounded_why("candidate", costly[0]))
         if self.engine == "llguidance":
             if self._byte_trace is None and not token_atoms(self.original.dialect):
                 from ..engines.llguidance import ByteTrace
@@ -577,6 +575,11 @@ def _byte_difference(engine: str, prefix: bytes, only_input: list[int], only_can
     spell = lambda xs: tuple(b"" if x == BYTE_END else bytes([x]) for x in xs)  # noqa: E731
     return MaskDifference(engine, prefix, spell(only_input[:SHOWN]), spell(only_candidate[:SHOWN]),
                           len(only_input), len(only_candidate), "sentence, byte vocabulary")
+
+
+def _unbounded_why(side: str, rule: str) -> str:
+    """Why an engine is not asked about ``side``'s grammar (``unbounded_rules``: its rule ``rule``)."""
+    return f"not asked: the {side}'s self-concatenation {rule} → {rule} {rule} makes its masks take seconds each"
 
 
 def _first_line(e: Exception) -> str:
