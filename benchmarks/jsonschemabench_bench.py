@@ -58,7 +58,13 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "jsonschemabench")
 RUNS = ("portable@xgrammar", "xgrammar@xgrammar", "xgrammar@llama.cpp", "llama.cpp@llama.cpp",
-        "llguidance@llama.cpp")
+        "llguidance@llama.cpp", "portable@json", "xgrammar@json", "llama.cpp@json", "llguidance@json")
+# ``TARGET@json``: the schema file itself is optimized (``gramopt optimize SCHEMA.json -o OUT``, the
+# user's command: the target's converter, written in the target's schema dialect, GBNF for the
+# default target), and its input in the engines is that converter's own text. The other forms
+# optimize the converter's text file, which a target may write in another dialect (the default
+# target keeps an EBNF file's lookaheads), so they do not measure what a schema's user gets.
+JSON_FORM = "json"
 LONG = 100e-6
 SLOW = 0.9
 
@@ -149,11 +155,22 @@ def optimize_batch(srcs: list[str], target: str, work: str, tag: str, timeout: i
     return rows
 
 
+def schema_form(target: str) -> str:
+    """The converter whose text is a ``TARGET@json`` run's input: the target's schema converter."""
+    from gramopt.targets import get
+    return get(target).schema_converter
+
+
 def optimize_item(src: str, target: str, work: str, timeout: int) -> dict:
     """``gramopt optimize src -o OUT --target target`` in its own process: exit code, wall / CPU
     seconds and peak RSS (MB) of that process (``os.wait4``), the output's path and the last
-    line of its stderr; killed after ``timeout`` seconds."""
-    ext = "ebnf" if target == "xgrammar" or src.endswith(".ebnf") else "gbnf"
+    line of its stderr; killed after ``timeout`` seconds. A schema (``.json``) is written in the
+    target's schema dialect, as ``gramopt optimize SCHEMA.json -o OUT`` writes it."""
+    if src.endswith(".json"):
+        from gramopt.targets import get
+        ext = get(target).schema_dialect or "ebnf"
+    else:
+        ext = "ebnf" if target == "xgrammar" or src.endswith(".ebnf") else "gbnf"
     out = os.path.join(work, f"{os.path.basename(src)}.{target}.{ext}")
     cmd = [sys.executable, "-m", "gramopt", "optimize", src, "-o", out, "--target", target]
     t0 = time.perf_counter()
@@ -594,14 +611,18 @@ def main(argv=None) -> int:
     if a.reuse and os.path.exists(phase1):
         done = {(r["schema"], r["run"]): r for r in map(json.loads, open(phase1, encoding="utf-8"))}
     fh1 = open(phase1, "a" if a.reuse else "w", encoding="utf-8")
-    conv = convert_all(paths, sorted({f for _, f in runs}), work)
+    forms = {schema_form(t) if f == JSON_FORM else f for t, f in runs}
+    conv = convert_all(paths, sorted(forms), work)
+    for t, f in runs:  # a schema run: the schema optimized, the target's converter's text as its input
+        if f == JSON_FORM:
+            conv.update({(p, f"{t}@{f}"): (conv[(p, schema_form(t))][0], p) for p in paths})
     todo = [(p, t, f) for p in paths for t, f in runs
             if (os.path.basename(p)[:-5], f"{t}@{f}") not in done]
     batched = {}
     if a.phase1 == "batch":
         for t, f in runs:
             srcs = [conv[(p, f)][0] for p, tt, ff in todo if (tt, ff) == (t, f) and conv[(p, f)][0]]
-            if srcs:
+            if srcs and f != JSON_FORM:  # a schema run is optimized one process per schema
                 print(f"optimize: batch {t}@{f}, {len(srcs)} items", file=sys.stderr, flush=True)
                 batched.update({(s_, t): r for s_, r in optimize_batch(srcs, t, work, f"{t}@{f}", a.timeout).items()})
     for i, p in enumerate(paths):
@@ -611,11 +632,12 @@ def main(argv=None) -> int:
                 rows.append(done[(name, f"{target}@{form}")])
                 continue
             row = {"schema": name, "run": f"{target}@{form}", "rc": None, "path": p}
-            src, why = conv[(p, form)]
+            src, why = conv[(p, form)] if form != JSON_FORM else conv[(p, f"{target}@{form}")]
             if src is None:
                 row["why"] = why
             else:
-                res = batched.get((src, target)) or optimize_item(src, target, work, a.timeout)
+                res = batched.get((src, target)) or optimize_item(why if form == JSON_FORM else src, target,
+                                                                    work, a.timeout)
                 row.update(src=src, **{k: v for k, v in res.items() if k != "out"})
                 if res.get("out"):
                     row["out"] = res["out"]
