@@ -79,6 +79,13 @@ def test_portable_is_the_default_and_generic_stays():
     ('root ::= "[" v "]"\nv ::= root | "1"', 'root ::= root-rec\nroot-rec ::= "[" v "]"\nv ::= root-rec | "1"'),
     # a left-recursive root: first the star, then nothing references the root
     ('root ::= root "a" | "b"', 'root ::= "b" "a"*'),
+    # a repetition of a leaf rule written flat, its rule a leaf then (llama.cpp's converter's
+    # JSON string): the leaf goes
+    ('root ::= "{" s "}"\ns ::= "\\"" char* "\\""\nchar ::= [^"\\\\] | [\\\\] (["\\\\nt] | "u" [0-9a-f]{4})',
+     'root ::= "{" s "}"\ns ::= "\\"" ([^"\\\\] | [\\\\] ["\\\\nt] | [\\\\] "u" [0-9a-f]{4})* "\\""'),
+    # ... and stays where something else uses it
+    ('root ::= s e\ns ::= "\\"" ([^"\\\\] | "\\\\" e)* "\\""\ne ::= [nt]',
+     'root ::= s e\ns ::= "\\"" ([^"\\\\] | "\\\\" [nt])* "\\""\ne ::= [nt]'),
 ])
 def test_fixup_start_to_goal(src, goal):
     g = parse(src, "ebnf")
@@ -88,7 +95,13 @@ def test_fixup_start_to_goal(src, goal):
     assert fixup(out) == out  # idempotent
 
 
-@pytest.mark.parametrize("src", ['root ::= item+\nitem ::= "- " [a-z]+ "\\n"', 'root ::= "a" b\nb ::= "b"*'])
+@pytest.mark.parametrize("src", ['root ::= item+\nitem ::= "- " [a-z]+ "\\n"', 'root ::= "a" b\nb ::= "b"*',
+                                 # a body with a recursive rule, or one that is flat already
+                                 'root ::= ("," v)*\nv ::= "[" v "]" | "x"', 'root ::= ([a-z] | "\\\\" [nt])*',
+                                 # an empty alternative under the star: an ambiguity the input lacks
+                                 'root ::= "x" s\ns ::= ("a" | e)*\ne ::= "b" | ""',
+                                 # the start, or a rule that would still use another: no lexeme of llguidance
+                                 'root ::= ("a" | e)*\ne ::= "b"', 'root ::= s\ns ::= ("a" | e)* w\ne ::= "b"\nw ::= " " s | ""'])
 def test_fixup_leaves_safe_grammars_alone(src):
     g = parse(src, "ebnf")
     assert fixup(g) is g
@@ -374,3 +387,39 @@ def test_llamacpp_target_removes_left_recursion_the_egraph_did_not_see():
     r = optimize(g, target="llama.cpp", passes=["cleanup", "inline", "target"])
     assert structure(g).left_recursive and not structure(r.grammar).left_recursive
     assert r.report.verified == "ok"
+
+
+# ---------------------------------------------------------------- flat repetition bodies, differentially
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from examples import examples  # noqa: E402
+from gramopt.grammar import CharClass, Epsilon, Grammar, Literal, Repeat, Rule, alt, seq  # noqa: E402
+from gramopt.transforms.reshape import flatten_repetition_bodies  # noqa: E402
+
+
+def _flat_exprs(depth, names=("A", "B", "S")):
+    atoms = st.sampled_from([Literal("a"), Literal("bc"), CharClass(((0x61, 0x63),)), Epsilon(),
+                             Repeat(Literal("b"), 2, 3)])
+    leaf = st.one_of(atoms, st.sampled_from(names).map(Ref)) if names else atoms
+    if depth == 0:
+        return leaf
+    sub = _flat_exprs(depth - 1, names)
+    return st.one_of(leaf, st.lists(sub, min_size=2, max_size=3).map(lambda xs: seq(*xs)),
+                     st.lists(sub, min_size=2, max_size=3).map(lambda xs: alt(*xs)),
+                     st.tuples(sub, st.sampled_from([(0, None), (1, None)])).map(
+                         lambda t: Repeat(t[0], *t[1]) if t[0] != Epsilon() else t[0]))
+
+
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.tuples(_flat_exprs(2, ("A",)), _flat_exprs(2, ()), _flat_exprs(2, ("A", "B", "S"))))
+def test_flat_repetition_bodies_keep_the_language(bodies):
+    """Random grammars (``A`` a leaf, read through into the repetitions of ``S``, which the
+    start uses): the reshaping's output has the input's language, and a second run changes
+    nothing."""
+    rules = [Rule(n, b) for n, b in zip(["S", "A", "B"], bodies)]
+    g = Grammar((Rule("R", seq(Ref("S"), Ref("B"))), *rules), "R")
+    out, done = flatten_repetition_bodies(g)
+    assert check_equivalence(g, out).ok, (g, out)
+    assert flatten_repetition_bodies(out)[0] == out
+    assert bool(done) == (out != g)

@@ -1,0 +1,112 @@
+"""Repetitions written flat: ``(c | "\\" e)*`` with ``e ::= a | b`` as ``(c | "\\" a | "\\" b)*``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import product
+
+from ...grammar import Alt, CharClass, Epsilon, Expr, Grammar, Literal, Ref, Repeat, Seq, alt, refs, seq, transform, walk
+
+MAX_ALTERNATIVES = 16  # alternatives of a flattened repetition body (JSON's string: 3)
+MAX_LEAF = 32          # expression nodes of a leaf rule read through (JSON's escape: 9)
+
+
+def flatten_repetition_bodies(g: Grammar) -> tuple[Grammar, list[str]]:
+    """An unbounded repetition (``x*``, ``x+``) whose body holds a reference to a leaf rule
+    or a group inside a sequence is written with a flat body: an alternation of sequences of
+    literals, classes and repetitions of one literal or class, where the rule holding it then
+    uses no rule (it becomes a leaf itself) and is not the start. Returns the grammar and the
+    rules rewritten. A leaf rule with no reference left is dropped.
+
+    Argument: a leaf rule (no reference in its body) is not recursive, so its body may stand
+    for a reference to it; concatenation distributes over union (x·(a ∪ b)·y = x·a·y ∪ x·b·y),
+    and a union of the same sequences in any grouping is the same set. So the body's
+    language, and the repetition's, is unchanged. Only bodies that flatten within
+    ``MAX_ALTERNATIVES`` with no empty alternative are rewritten (an empty alternative under
+    a star is an ambiguity the grammar did not have); a rule with an assertion, an engine
+    macro (``Rule.pinned``), the start, and rules an assertion or directive names are never
+    read through, and nothing is rewritten inside a pinned rule.
+
+    Why a leaf: llguidance lexes a GBNF leaf rule other than the start as one lexeme, so the
+    whole repetition runs in its lexer; read into a rule that still uses others (or into the
+    start), the leaf's parts become lexemes of a parser rule — ``item ::= "- " [a-z]+ "\n"``
+    inlined into ``root ::= item+`` made llguidance 250× slower (``targets.PORTABLE``).
+
+    Why (``benchmarks/results/flat-stars-2026-11-28``): xgrammar 0.2.8 keeps a repetition
+    with a flat body in its automaton, but lowers one whose body holds a rule reference or a
+    nested group into helper rules whose end is inside nearly every token. A JSON string
+    ``"\\"" ([^"\\\\] | "\\\\" e)* "\\""`` then costs ~66 ms a Qwen mask inside the string,
+    flat 0.13 ms (xgrammar's own right recursion 0.04 ms); llguidance decides either star in
+    0.01 ms (the right recursion: 9.7 ms), llama.cpp all three in ~36 ms. The default target
+    wrote the first form for 65 of 220 JSONSchemaBench schemas, and llama.cpp's converter
+    writes it for every string (``char*``)."""
+    pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
+    pinned.update(a for d in g.directives for a in d.args)
+    leaves = {r.name: r.body for r in g.rules
+              if r.name != g.start and r.name not in pinned and not r.pinned and not refs(r.body)
+              and sum(1 for _ in walk(r.body)) <= MAX_LEAF}
+
+    def flat(e: Expr) -> Expr:
+        if not isinstance(e, Repeat) or e.max is not None or _is_flat(e.item):
+            return e
+        alts = _alternatives(e.item, leaves)
+        if alts is None or any(not a for a in alts) or (len(alts) == 1 and len(alts[0]) == 1
+                                                       and isinstance(alts[0][0], Repeat)):
+            return e  # not flat within the bound, an empty alternative, or a repetition of a repetition
+        return type(e)(alt(*(seq(*a) for a in alts)), e.min, e.max)
+
+    done, bodies = [], {}
+    for r in g.rules:
+        body = r.body if r.pinned or r.name == g.start else transform(r.body, flat)
+        if body != r.body and not refs(body):
+            done.append(r.name)
+        else:
+            body = r.body
+        bodies[r.name] = body
+    if not done:
+        return g, []
+    used = {n for b in bodies.values() for n in refs(b)} | pinned | {g.start}
+    gone = {n for n in leaves if n not in used and any(n in refs(r.body) for r in g.rules)}
+    rules = [replace(r, body=bodies[r.name]) for r in g.rules if r.name not in gone]
+    return g.replace_rules(rules), done
+
+
+def _atom(e: Expr) -> bool:
+    return isinstance(e, (Literal, CharClass)) or (isinstance(e, Repeat) and isinstance(e.item, (Literal, CharClass)))
+
+
+def _is_flat(e: Expr) -> bool:
+    """An atom, a sequence of atoms, or an alternation of those."""
+    items = e.items if isinstance(e, Alt) else (e,)
+    return all(_atom(x) or (isinstance(x, Seq) and all(_atom(y) for y in x.items)) for x in items)
+
+
+def _alternatives(e: Expr, leaves: dict[str, Expr]) -> list[tuple[Expr, ...]] | None:
+    """``e``'s language as a union of sequences of atoms (leaf references read through), or
+    None when it has another node or more than ``MAX_ALTERNATIVES`` of them."""
+    if isinstance(e, Ref):
+        return _alternatives(leaves[e.name], leaves) if e.name in leaves else None
+    if _atom(e):
+        return [(e,)]
+    if isinstance(e, Epsilon):
+        return [()]
+    if isinstance(e, Alt):
+        out: list[tuple[Expr, ...]] = []
+        for x in e.items:
+            sub = _alternatives(x, leaves)
+            if sub is None or len(out) + len(sub) > MAX_ALTERNATIVES:
+                return None
+            out.extend(sub)
+        return out
+    if isinstance(e, Seq):
+        out = [()]
+        for x in e.items:
+            sub = _alternatives(x, leaves)
+            if sub is None or len(out) * len(sub) > MAX_ALTERNATIVES:
+                return None
+            out = [a + b for a, b in product(out, sub)]
+        return out
+    return None
+
+
+__all__ = ["flatten_repetition_bodies"]
