@@ -11,6 +11,8 @@ converter (``--converters``); per converted input the forms are (deduplicated by
 
     input        the converter's text, as written
     candidate    the default target's passes' output before the judge (no guard, no engine check)
+    (``--schema-form``: the forms of ``gramopt optimize SCHEMA.json``, read and written in the
+    default target's schema dialect, GBNF, whose lookaheads are dropped before optimizing)
     reduced      the input without its redundancy, with the fix-ups (``Target.reduce``: the default
                  target's first fallback and its guard's reference)
     fixups       the input with only the default target's fix-ups (its last fallback)
@@ -162,7 +164,7 @@ def measure_schema(loader, path: str, converter: str, engines, a) -> dict | None
     sch = load_schemas(path)[0]
     tests = [t for t in sch.tests if t[1]][: a.max_instances]
     name = os.path.basename(path)
-    row = {"schema": name, "split": split_of(name), "converter": converter}
+    row = {"schema": name, "split": split_of(name), "converter": converter + ("+schema" if a.schema_form else "")}
     if not tests:
         return None
     try:
@@ -171,12 +173,18 @@ def measure_schema(loader, path: str, converter: str, engines, a) -> dict | None
     except GrammarError as e:
         row["error"] = str(e).splitlines()[0][:160]
         return row
+    written = "ebnf" if dialect == "ebnf" else "gbnf"
+    if a.schema_form:  # as ``gramopt optimize SCHEMA.json`` reads it: without what its dialect cannot carry
+        from gramopt import targets
+        from gramopt.formats import unwritable
+        written = targets.get(targets.DEFAULT).schema_dialect or written
+        g = unwritable(g, written)[0]
     forms = [("input", text, dialect)]
     seen = {text}
     for label, cand in candidate_forms(g).items():
-        if cand == g:
+        if cand == g and not a.schema_form:
             continue
-        d = "ebnf" if dialect == "ebnf" else "gbnf"
+        d = written
         t = write(cand, d)
         if t in seen:
             continue
@@ -227,6 +235,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "cost-model-2026-11-27"))
     ap.add_argument("--summary", default="")
+    ap.add_argument("--schema-form", action="store_true",
+                    help="the forms of the schema as `gramopt optimize SCHEMA.json` reads and writes it (the default "
+                         "target's schema dialect, GBNF: lookaheads dropped before optimizing); the input stays the "
+                         "converter's own text. Rows are labelled CONVERTER+schema")
     a = ap.parse_args(argv)
     if a.summary:
         print(summarize([json.loads(x) for x in open(a.summary, encoding="utf-8")]))
@@ -249,7 +261,7 @@ def main(argv=None) -> int:
     with open(dst, "a", encoding="utf-8") as fh:
         for i, p in enumerate(paths):
             for conv in a.converters.split(","):
-                if (os.path.basename(p), conv) in done:
+                if (os.path.basename(p), conv + ("+schema" if a.schema_form else "")) in done:
                     continue
                 row = measure_schema(loader, p, conv, engines, a)
                 if row is not None:
