@@ -104,29 +104,33 @@ def _atom(e: Expr) -> bool:
     return isinstance(e, (Literal, CharClass)) or (isinstance(e, Repeat) and isinstance(e.item, (Literal, CharClass)))
 
 
+WIDE = 128  # code points an iteration's one-character class must span (or be negated) to count
+
+
 def lowered_stars(g: Grammar) -> list[str]:
     """The rules of ``g`` (those its start reaches) holding a repetition xgrammar 0.2.8 lowers
     into helper rules whose end lies inside nearly every token: unbounded, its body not flat
     (``flat_body``: a rule reference or a nested group) and one iteration possibly a single
-    character (``"\\"" ([^"\\\\] | "\\\\" e)* "\\""``, llama.cpp's ``char*``: ~66 ms a Qwen mask
-    inside the string, 0.13 ms flat, ``transforms.reshape.flat_stars``). ``("," v)*`` is not
-    one: each iteration starts with its comma."""
+    character of a wide class (``one_character``: negated, or ``WIDE`` code points or more).
+    ``"\\"" ([^"\\\\] | "\\\\" e)* "\\""`` and llama.cpp's ``char*``: ~62 ms a Qwen mask inside the
+    string, 0.18 ms flat (``transforms.reshape.flat_stars``, ``benchmarks/star_forms.py``).
+    Narrow classes cost little: an identifier's ``[a-z0-9_]`` as ``ic*`` 0.3 ms a mask, a
+    ``digit*`` nothing (Qwen's digits are one-digit tokens); ``("," v)*`` is none either (each
+    iteration starts with its comma)."""
     part = reachable_part(g)
     bodies = part.bodies()
     return [r.name for r in part.rules if any(
-        isinstance(x, Repeat) and x.max is None and not flat_body(x.item) and one_character(x.item, bodies, set())
+        isinstance(x, Repeat) and x.max is None and not flat_body(x.item) and one_character(x.item, bodies)
         for x in walk(r.body))]
 
 
 def one_character(e: Expr, bodies: dict, seen: set | None = None) -> bool:
-    """Whether ``e`` derives some string of exactly one character (a sequence: one item does
-    and the others may be empty, judged by their being ``""`` or a star; references followed
-    once each)."""
+    """Whether ``e`` derives some string of exactly one character from a wide class (negated,
+    or ``WIDE`` code points or more; a sequence: one item does and the others may be empty,
+    judged by their being ``""`` or a star; references followed once each)."""
     seen = set() if seen is None else seen
     if isinstance(e, CharClass):
-        return True
-    if isinstance(e, Literal):
-        return len(e.text) == 1
+        return e.negated or sum(b - a + 1 for a, b in e.ranges) >= WIDE
     if isinstance(e, Alt):
         return any(one_character(x, bodies, seen) for x in e.items)
     if isinstance(e, Repeat):
