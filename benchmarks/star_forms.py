@@ -18,12 +18,15 @@ Forms (``root ::= "{\\"a\\": " S ", \\"b\\": " S "}"`` around each string rule S
     star-ref    the e-graph's star: R ::= (c | "\\\\" e)* "\\""                (a reference in the body)
     star-group  the escape read through, its group kept: (c | "\\\\" (a | "u" h h h h))* "\\""
     star-flat   flat: (c | "\\\\" a | "\\\\u" h h h h)* "\\""                (gramopt's portable fix-up)
+    star-flat-last  the same, the wide class last (the fix-up's order: llama.cpp tries alternatives in order)
     char-star   llama.cpp's converter: S ::= "\\"" char* "\\"", char ::= c | [\\\\] (a | "u" h{4})
     char-flat   the same flattened
+    char-flat-last  flattened, the wide class last (the fix-up's output)
 
 Verdicts checked (``--check``): in xgrammar, star-ref, star-group and char-star are at least 50x
 star-flat's median, star-flat within 5x of rec's; in llguidance, star-flat at least 20x faster than
-rec; every engine's masks equal across forms.
+rec; in llama.cpp, char-flat-last within 1.1x of char-star's median; every engine's masks equal
+across forms.
 """
 
 from __future__ import annotations
@@ -46,8 +49,12 @@ FORMS = {
     "star-flat": [HEAD, 's ::= "\\"" r',
                   'r ::= ([^\\x00-\\x1F"\\\\] | "\\\\" ["/\\\\bfnrt] | "\\\\u" [0-9A-Fa-f] [0-9A-Fa-f] [0-9A-Fa-f] '
                   '[0-9A-Fa-f])* "\\""'],
+    "star-flat-last": [HEAD, 's ::= "\\"" r',
+                       'r ::= ("\\\\" ["/\\\\bfnrt] | "\\\\u" [0-9A-Fa-f] [0-9A-Fa-f] [0-9A-Fa-f] [0-9A-Fa-f] | '
+                       '[^\\x00-\\x1F"\\\\])* "\\""'],
     "char-star": [HEAD, 's ::= "\\"" char* "\\""', 'char ::= [^"\\\\\\x7F\\x00-\\x1F] | [\\\\] (["\\\\bfnrt] | "u" [0-9a-fA-F]{4})'],
     "char-flat": [HEAD, 's ::= "\\"" ([^"\\\\\\x7F\\x00-\\x1F] | [\\\\] ["\\\\bfnrt] | [\\\\] "u" [0-9a-fA-F]{4})* "\\""'],
+    "char-flat-last": [HEAD, 's ::= "\\"" ([\\\\] ["\\\\bfnrt] | [\\\\] "u" [0-9a-fA-F]{4} | [^"\\\\\\x7F\\x00-\\x1F])* "\\""'],
 }
 # the language each form is checked against: llama.cpp's converter's class also excludes \x7F
 SAME_AS = {f: "char-star" if f.startswith("char") else "rec" for f in FORMS}
@@ -101,6 +108,10 @@ def verdicts(res: dict) -> list[str]:
     g = res.get("llguidance")
     if g and g["rec"]["median_ms"] < 20 * g["star-flat"]["median_ms"]:
         bad.append(f"llguidance rec {g['rec']['median_ms']} ms is not 20x star-flat's {g['star-flat']['median_ms']} ms")
+    c = res.get("llama.cpp")
+    if c and c["char-flat-last"]["median_ms"] > 1.1 * c["char-star"]["median_ms"]:
+        bad.append(f"llama.cpp char-flat-last {c['char-flat-last']['median_ms']} ms is over 1.1x char-star's "
+                   f"{c['char-star']['median_ms']} ms")
     bad += [f"{e}: masks differ between forms" for e, v in res.items() if not v.get("masks_equal", True)]
     return bad
 

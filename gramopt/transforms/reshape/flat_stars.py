@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import product
 
-from ...costmodels.engine_shapes import flat_body, one_character
-from ...grammar import Alt, Epsilon, Expr, Grammar, Ref, Repeat, Seq, alt, refs, seq, transform, walk
+from ...costmodels.engine_shapes import WIDE, flat_body, one_character
+from ...grammar import Alt, CharClass, Epsilon, Expr, Grammar, Ref, Repeat, Seq, alt, refs, seq, transform, walk
 
 MAX_ALTERNATIVES = 16  # alternatives of a flattened repetition body (JSON's string: 3)
 MAX_LEAF = 32          # expression nodes of a leaf rule read through (JSON's escape: 9)
@@ -15,35 +15,33 @@ MAX_LEAF = 32          # expression nodes of a leaf rule read through (JSON's es
 def flatten_repetition_bodies(g: Grammar) -> tuple[Grammar, list[str]]:
     """An unbounded repetition (``x*``, ``x+``) whose body holds a reference to a leaf rule
     or a group inside a sequence, and one iteration of which may be a single character of a
-    wide class (``costmodels.engine_shapes.lowered_stars``), is written with a flat body: an alternation of sequences of
-    literals, classes and repetitions of one literal or class, where the rule holding it then
-    uses no rule (it becomes a leaf itself) and is not the start. Returns the grammar and the
-    rules rewritten. A leaf rule with no reference left is dropped.
+    wide class (``costmodels.engine_shapes.lowered_stars``), is written with a flat body: an
+    alternation of sequences of literals, classes and repetitions of one literal or class,
+    the alternatives that are one wide class written last. Not in the start rule. Returns the
+    grammar and the rules rewritten. A leaf rule with no reference left is dropped.
 
     Argument: a leaf rule (no reference in its body) is not recursive, so its body may stand
     for a reference to it; concatenation distributes over union (x·(a ∪ b)·y = x·a·y ∪ x·b·y),
-    and a union of the same sequences in any grouping is the same set. So the body's
-    language, and the repetition's, is unchanged. Only bodies that flatten within
+    and a union of the same sequences in any grouping and any order is the same set. So the
+    body's language, and the repetition's, is unchanged. Only bodies that flatten within
     ``MAX_ALTERNATIVES`` with no empty alternative are rewritten (an empty alternative under
     a star is an ambiguity the grammar did not have); a rule with an assertion, an engine
     macro (``Rule.pinned``), the start, and rules an assertion or directive names are never
-    read through, and nothing is rewritten inside a pinned rule.
+    read through, and nothing is rewritten inside a pinned rule or the start.
 
-    Why a leaf: llguidance lexes a GBNF leaf rule other than the start as one lexeme, so the
-    whole repetition runs in its lexer; read into a rule that still uses others (or into the
-    start), the leaf's parts become lexemes of a parser rule — ``item ::= "- " [a-z]+ "\n"``
-    inlined into ``root ::= item+`` made llguidance 250× slower (``targets.PORTABLE``).
-
-    Why (``benchmarks/results/flat-stars-2026-11-28``): xgrammar 0.2.8 keeps a repetition
-    with a flat body in its automaton, but lowers one whose body holds a rule reference or a
-    nested group into helper rules whose end is inside nearly every token. A JSON string
-    ``"\\"" ([^"\\\\] | "\\\\" e)* "\\""`` then costs ~66 ms a Qwen mask inside the string,
-    flat 0.13 ms (xgrammar's own right recursion 0.04 ms); llguidance decides either star in
-    0.01 ms (the right recursion: 9.7 ms), llama.cpp all three in ~36 ms. The default target
-    wrote the first form for 65 of 220 JSONSchemaBench schemas, and llama.cpp's converter
-    writes it for every string (``char*``). Not where an iteration is longer: ``s ::= item+``
-    with ``item ::= "- " [a-z]+ "\\n"`` costs xgrammar 0.01 ms a mask, flat 0.28 ms; nor over a
-    narrow class (``digit*``), which costs xgrammar little: outputs stay as they were there."""
+    Why (``benchmarks/results/flat-stars-2026-11-28``, ``benchmarks/star_forms.py``): xgrammar
+    0.2.8 keeps a repetition with a flat body in its automaton, but lowers one whose body holds
+    a rule reference or a nested group into helper rules whose end is inside nearly every
+    token. A JSON string ``"\\"" ([^"\\\\] | "\\\\" e)* "\\""`` then costs ~62 ms a Qwen mask inside
+    the string, flat 0.18 ms (xgrammar's own right recursion 0.05 ms); llguidance decides every
+    star alike (0.01 ms). llama.cpp tries the alternatives in order: llama.cpp's json.gbnf
+    string flat with its class first took 41 ms a mask, with it last 31 ms, as written (a
+    nested group) 36 ms. The default target wrote the star of a reference for 65 of 220
+    JSONSchemaBench schemas, and llama.cpp's converter writes ``char*`` for every string. Not
+    where an iteration is longer: ``s ::= item+`` with ``item ::= "- " [a-z]+ "\\n"`` costs
+    xgrammar 0.01 ms a mask, flat 0.28 ms (and inlining it into the start made llguidance 250×
+    slower, ``targets.PORTABLE``); nor over a narrow class (``digit*``), which costs xgrammar
+    little: outputs stay as they were there."""
     pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
     pinned.update(a for d in g.directives for a in d.args)
     bodies_in = g.bodies()
@@ -59,15 +57,14 @@ def flatten_repetition_bodies(g: Grammar) -> tuple[Grammar, list[str]]:
         if alts is None or any(not a for a in alts) or (len(alts) == 1 and len(alts[0]) == 1
                                                        and isinstance(alts[0][0], Repeat)):
             return e  # not flat within the bound, an empty alternative, or a repetition of a repetition
+        alts.sort(key=_wide_class)  # stable: llama.cpp tries the narrow alternatives first
         return type(e)(alt(*(seq(*a) for a in alts)), e.min, e.max)
 
     done, bodies = [], {}
     for r in g.rules:
         body = r.body if r.pinned or r.name == g.start else transform(r.body, flat)
-        if body != r.body and not refs(body):
+        if body != r.body:
             done.append(r.name)
-        else:
-            body = r.body
         bodies[r.name] = body
     if not done:
         return g, []
@@ -75,6 +72,14 @@ def flatten_repetition_bodies(g: Grammar) -> tuple[Grammar, list[str]]:
     gone = {n for n in leaves if n not in used and any(n in refs(r.body) for r in g.rules)}
     rules = [replace(r, body=bodies[r.name]) for r in g.rules if r.name not in gone]
     return g.replace_rules(rules), done
+
+
+def _wide_class(alternative: tuple[Expr, ...]) -> bool:
+    """Whether an alternative is one class of ``WIDE`` code points or more (or negated)."""
+    if len(alternative) != 1 or not isinstance(alternative[0], CharClass):
+        return False
+    c = alternative[0]
+    return c.negated or sum(b - a + 1 for a, b in c.ranges) >= WIDE
 
 
 def _alternatives(e: Expr, leaves: dict[str, Expr]) -> list[tuple[Expr, ...]] | None:
