@@ -43,10 +43,12 @@ third token, 12 s at the seventh). No count prices that: the guard takes any can
 one as no slower there, and the judge does not step xgrammar on such an input.
 
 Lowered stars (``lowered_stars``): a repetition whose body is not flat and whose iteration may
-be one character is a helper rule in xgrammar (0.2.8) that ends inside nearly every token of a
-string: ~66 ms a Qwen mask against 0.13 ms flat, 0.04 ms as xgrammar's own right recursion. A
-model fitted on the EBNF forms never saw one (the default target's GBNF outputs of 65 of 220
-JSONSchemaBench schemas had one); the guard counts them itself (``targets.guard``).
+be one character of a wide class is a helper rule in xgrammar (0.2.8) that ends inside nearly
+every token of a string: ~62-89 ms a Qwen mask against 0.10 ms flat, 0.05 ms as xgrammar's own
+right recursion. A model fitted on the EBNF forms never saw one (the default target's GBNF
+outputs of 65 of 220 JSONSchemaBench schemas had one); the guard counts them itself
+(``targets.guard``), and the portable target's fix-up writes them flat
+(``transforms.reshape.flat_stars``).
 
 Counts are over the rules reachable from the start (unreachable rules cost no engine a step).
 ``lookaheads`` counts the other way (more is better); ``worse_for`` knows. ``star_groups`` and
@@ -245,6 +247,6 @@ def clearly_better_for(before: dict, after: dict) -> list[tuple]:
     return out
 
 
-__all__ = ["CLEAR_GAIN", "DECISIVE", "ENGINE_SHAPES", "LOWERED_STAR_ENGINES", "ONE_BUDGET", "EngineCost",
-           "clearly_better_for", "engine_costs", "flat_body", "lowered_stars", "one_character", "model_cost", "reachable_part",
-           "shape_counts", "worse_for"]
+__all__ = ["CLEAR_GAIN", "DECISIVE", "ENGINE_SHAPES", "LOWERED_STAR_ENGINES", "ONE_BUDGET", "WIDE", "EngineCost",
+           "clearly_better_for", "engine_costs", "flat_body", "lowered_stars", "model_cost", "one_character",
+           "reachable_part", "shape_counts", "worse_for"]

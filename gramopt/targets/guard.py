@@ -137,7 +137,8 @@ class PredictedGuard:
     was fitted on (``DecisionModel.supports``) gets no prediction there: it vetoes nothing. Where
     the candidate has more repetitions that xgrammar lowers into helper rules ending inside
     nearly every token (``_lowered_stars``) it is slower there whatever the model says (500×
-    inside a string, a shape no pair it was fitted on had). The reference is ``baseline(original)``; the predictions are each engine's decision model
+    inside a string, a shape no pair it was fitted on had). The reference is
+    ``baseline(original)``; the predictions are each engine's decision model
     (``costmodels.predict``: fitted on measured JSONSchemaBench pairs; ``models`` may name a
     folder of ``decision-ENGINE.json`` in place of the shipped ones). A candidate that is the
     reference is kept as it is."""
@@ -173,7 +174,8 @@ class PredictedGuard:
         lowered = _lowered_stars(ref, candidate)
         known -= unbounded | lowered
         noise = {e: max(SLOWER, m.noise) for e, m in ms.items()}
-        slower = [e for e in self.engines if e in known and pred[e] > noise[e]] + sorted(lowered & set(self.engines))
+        slower = ([e for e in self.engines if e in known and pred[e] > noise[e]]
+                  + sorted(lowered & set(self.engines)))
         shown = ", ".join(f"{e} {pred[e]:.2f}×" if e in known else
                           f"{e}: the reference's self-concatenation is unbounded there" if e in unbounded else
                           f"{e}: more repetitions it lowers into helper rules ending inside nearly every token"

@@ -35,9 +35,9 @@ from .cleanup import (canonicalize_repetition, factor_alternatives, fuse_literal
 from .fixpoint import fixpoint
 from .inline import (INLINE_LEAVES, INLINE_LEXICAL, INLINE_NONE, Budget as InlineBudget, inline_rules, is_leaf,
                      keeps_lexemes)
-from .reshape import (flatten_repetition_bodies, gbnf_rule_names, infer_lookaheads, inline_small_regular_rules, lift_star_alternations,
-                      order_alternatives_widest_last, remove_left_recursion, wrap_referenced_root,
-                      write_repetitions_empty_first)
+from .reshape import (flatten_repetition_bodies, gbnf_rule_names, infer_lookaheads, inline_small_regular_rules,
+                      lift_star_alternations, order_alternatives_widest_last, remove_left_recursion,
+                      wrap_referenced_root, write_repetitions_empty_first)
 
 CLEANUP, EGRAPH, INLINE, TARGET, RESHAPE = "cleanup", "egraph", "inline", "target", "reshape"
 """The kinds of pass (``Pass.kind``)."""

@@ -15,9 +15,10 @@ Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
   what an input or a skipped e-graph pass left.
 * **repetitions with flat bodies**: xgrammar 0.2.8 lowers a repetition whose body holds a
   rule reference or a nested group (``"\"" ([^"\\] | "\\" e)* "\""``, a JSON string as the
-  e-graph or llama.cpp's converter writes it) into helper rules, ~66 ms a Qwen mask inside
-  the string against 0.13 ms with the body flat; llguidance and llama.cpp decide both alike
-  (``transforms.reshape.flat_stars``: leaf rules read through, groups distributed).
+  e-graph or llama.cpp's converter writes it) into helper rules, ~62-89 ms a Qwen mask inside
+  the string against 0.10 ms with the body flat; llguidance decides both alike, llama.cpp the
+  flat one as fast with its wide class written last (``transforms.reshape.flat_stars``: leaf
+  rules read through, groups distributed; ``benchmarks/star_forms.py``).
 * **a root that delegates**: xgrammar 0.2.8 computes wrong masks for a start rule that a rule
   references (``root ::= "a" root "b" | ""`` misses ``bb`` after ``aaaaaaaa``); such a root
   becomes ``root ::= root-rec`` with ``root-rec`` holding the body (``transforms.reshape.root_wrapper``). A root no rule

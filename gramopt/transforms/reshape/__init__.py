@@ -10,7 +10,8 @@ names, a count) and states its argument in its docstring.
     root_wrapper     a start rule that rules reference delegates to a fresh rule
     rule_names       rule names in llama.cpp's characters (``a_b`` → ``a-b``)
     lookaheads       lookahead assertions ``(= [F])`` from FOLLOW sets (``grammar.follow``)
-    flat_stars       a repetition's body written flat: leaf rules read through, groups distributed
+    flat_stars       a repetition's body written flat: leaf rules read through, groups distributed,
+                     the wide class last
                      (``(c | "\\" e)*`` → ``(c | "\\" a | "\\" b)*``)
     empty_first      repetitions as rules whose empty alternative is written first (llama.cpp)
     widest_last      alternatives ordered by the width of their FIRST sets, widest last (llama.cpp)
@@ -29,6 +30,6 @@ from .rule_names import gbnf_rule_names
 from .star_rules import lift_star_alternations
 from .widest_last import order_alternatives_widest_last
 
-__all__ = ["flatten_repetition_bodies", "gbnf_rule_names", "infer_lookaheads", "inline_small_regular_rules", "lift_star_alternations",
-           "order_alternatives_widest_last", "remove_left_recursion", "wrap_referenced_root",
+__all__ = ["flatten_repetition_bodies", "gbnf_rule_names", "infer_lookaheads", "inline_small_regular_rules",
+           "lift_star_alternations", "order_alternatives_widest_last", "remove_left_recursion", "wrap_referenced_root",
            "write_repetitions_empty_first"]
