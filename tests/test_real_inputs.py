@@ -113,3 +113,31 @@ def test_whisper_assistant_keeps_the_prompt_entry_point(tmp_path, capsys):
     capsys.readouterr()
     assert "prompt ::=" in kept.read_text()
     assert "prompt ::=" not in dropped.read_text()
+
+
+LLAMACPP_STRING = ('root ::= "{" space "\\"name\\"" space ":" space string "}" space\n'
+                   'char ::= [^"\\\\\\x7F\\x00-\\x1F] | [\\\\] (["\\\\bfnrt] | "u" [0-9a-fA-F]{4})\n'
+                   'string ::= "\\"" char* "\\"" space\n'
+                   'space ::= | " " | "\\n" [ \\t]{0,20}\n')
+
+
+@pytest.mark.parametrize("case", ["schema", "llama.cpp-form"])
+def test_default_output_has_no_star_xgrammar_lowers(case, tmp_path, capsys):
+    """The default target's output of a schema (GBNF: written with no lookahead) and of llama.cpp's
+    converter's string (``char*``) has no repetition xgrammar 0.2.8 lowers into helper rules
+    ending inside nearly every token (``engine_shapes.lowered_stars``: ~60 ms a mask inside a
+    string, against 0.1 ms flat; ``benchmarks/results/flat-stars-2026-11-28``). Session 16's main
+    wrote ``basic-string-sub ::= ([^…] | "\\\\" basic-escape)* "\\""`` for BFCL_java_37."""
+    from gramopt.costmodels.engine_shapes import lowered_stars
+    from gramopt.formats import read
+    if case == "schema":
+        src = os.path.join(SCHEMAS, "BFCL_java_37.json")
+    else:
+        src = tmp_path / "in.gbnf"
+        src.write_text(LLAMACPP_STRING)
+        assert lowered_stars(read(str(src))) == ["string"]  # the input has one
+    out = tmp_path / "out.gbnf"
+    # (the input's own xgrammar masks take ~30-60 ms each inside its strings: a smaller check)
+    steps = [] if case == "schema" else ["--max-engine-check-steps", "120"]
+    assert main(["optimize", str(src), "-o", str(out), *steps]) == 0, capsys.readouterr().err
+    assert lowered_stars(read(str(out))) == [], out.read_text()
