@@ -166,9 +166,11 @@ def optimize_item(src: str, target: str, work: str, timeout: int) -> dict:
     seconds and peak RSS (MB) of that process (``os.wait4``), the output's path and the last
     line of its stderr; killed after ``timeout`` seconds. A schema (``.json``) is written in the
     target's schema dialect, as ``gramopt optimize SCHEMA.json -o OUT`` writes it."""
-    if src.endswith(".json"):
+    if src.endswith(".json"):  # with no extension, `gramopt optimize` writes the converter's dialect
+        from gramopt.engines.jsonschema import WRITES
         from gramopt.targets import get
-        ext = get(target).schema_dialect or "ebnf"
+        t = get(target)
+        ext = t.schema_dialect or t.output_dialect or WRITES[t.schema_converter]
     else:
         ext = "ebnf" if target == "xgrammar" or src.endswith(".ebnf") else "gbnf"
     out = os.path.join(work, f"{os.path.basename(src)}.{target}.{ext}")
@@ -613,16 +615,15 @@ def main(argv=None) -> int:
     fh1 = open(phase1, "a" if a.reuse else "w", encoding="utf-8")
     forms = {schema_form(t) if f == JSON_FORM else f for t, f in runs}
     conv = convert_all(paths, sorted(forms), work)
-    for t, f in runs:  # a schema run: the schema optimized, the target's converter's text as its input
-        if f == JSON_FORM:
-            conv.update({(p, f"{t}@{f}"): (conv[(p, schema_form(t))][0], p) for p in paths})
     todo = [(p, t, f) for p in paths for t, f in runs
             if (os.path.basename(p)[:-5], f"{t}@{f}") not in done]
     batched = {}
     if a.phase1 == "batch":
         for t, f in runs:
+            if f == JSON_FORM:
+                continue  # a schema run is optimized one process per schema, the user's command
             srcs = [conv[(p, f)][0] for p, tt, ff in todo if (tt, ff) == (t, f) and conv[(p, f)][0]]
-            if srcs and f != JSON_FORM:  # a schema run is optimized one process per schema
+            if srcs:
                 print(f"optimize: batch {t}@{f}, {len(srcs)} items", file=sys.stderr, flush=True)
                 batched.update({(s_, t): r for s_, r in optimize_batch(srcs, t, work, f"{t}@{f}", a.timeout).items()})
     for i, p in enumerate(paths):
@@ -632,12 +633,13 @@ def main(argv=None) -> int:
                 rows.append(done[(name, f"{target}@{form}")])
                 continue
             row = {"schema": name, "run": f"{target}@{form}", "rc": None, "path": p}
-            src, why = conv[(p, form)] if form != JSON_FORM else conv[(p, f"{target}@{form}")]
+            # a schema run: the schema optimized, the target's converter's text as its input
+            src, why = conv[(p, schema_form(target) if form == JSON_FORM else form)]
             if src is None:
                 row["why"] = why
             else:
-                res = batched.get((src, target)) or optimize_item(why if form == JSON_FORM else src, target,
-                                                                    work, a.timeout)
+                res = (optimize_item(p, target, work, a.timeout) if form == JSON_FORM
+                       else batched.get((src, target)) or optimize_item(src, target, work, a.timeout))
                 row.update(src=src, **{k: v for k, v in res.items() if k != "out"})
                 if res.get("out"):
                     row["out"] = res["out"]

@@ -99,14 +99,21 @@ def flat_body(e: Expr) -> bool:
     repetition of one), a sequence of atoms, or an alternation of those. xgrammar 0.2.8 keeps
     a repetition of a flat body in its automaton."""
     items = e.items if isinstance(e, Alt) else (e,)
-    return all(_atom(x) or (isinstance(x, Seq) and all(_atom(y) for y in x.items)) for x in items)
+    return all(flat_atom(x) or (isinstance(x, Seq) and all(flat_atom(y) for y in x.items)) for x in items)
 
 
-def _atom(e: Expr) -> bool:
+def flat_atom(e: Expr) -> bool:
+    """A literal, a class, or a repetition of one: what a flat body is made of."""
     return isinstance(e, (Literal, CharClass)) or (isinstance(e, Repeat) and isinstance(e.item, (Literal, CharClass)))
 
 
 WIDE = 128  # code points an iteration's one-character class must span (or be negated) to count
+
+
+def wide_class(c: CharClass) -> bool:
+    """Whether ``c`` is negated or spans ``WIDE`` code points or more (a string's character,
+    not a digit's or an identifier's)."""
+    return c.negated or sum(b - a + 1 for a, b in c.ranges) >= WIDE
 
 
 def lowered_stars(g: Grammar) -> list[str]:
@@ -132,7 +139,7 @@ def one_character(e: Expr, bodies: dict, seen: set | None = None) -> bool:
     judged by their being ``""`` or a star; references followed once each)."""
     seen = set() if seen is None else seen
     if isinstance(e, CharClass):
-        return e.negated or sum(b - a + 1 for a, b in e.ranges) >= WIDE
+        return wide_class(e)
     if isinstance(e, Alt):
         return any(one_character(x, bodies, seen) for x in e.items)
     if isinstance(e, Repeat):
@@ -248,5 +255,5 @@ def clearly_better_for(before: dict, after: dict) -> list[tuple]:
 
 
 __all__ = ["CLEAR_GAIN", "DECISIVE", "ENGINE_SHAPES", "LOWERED_STAR_ENGINES", "ONE_BUDGET", "WIDE", "EngineCost",
-           "clearly_better_for", "engine_costs", "flat_body", "lowered_stars", "model_cost", "one_character",
-           "reachable_part", "shape_counts", "worse_for"]
+           "clearly_better_for", "engine_costs", "flat_atom", "flat_body", "lowered_stars", "model_cost", "one_character",
+           "reachable_part", "shape_counts", "wide_class", "worse_for"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import product
 
-from ...costmodels.engine_shapes import WIDE, flat_body, one_character
+from ...costmodels.engine_shapes import flat_atom, flat_body, one_character, wide_class
 from ...grammar import Alt, CharClass, Epsilon, Expr, Grammar, Ref, Repeat, Seq, alt, refs, seq, transform, walk
 
 MAX_ALTERNATIVES = 16  # alternatives of a flattened repetition body (JSON's string: 3)
@@ -75,11 +75,8 @@ def flatten_repetition_bodies(g: Grammar) -> tuple[Grammar, list[str]]:
 
 
 def _wide_class(alternative: tuple[Expr, ...]) -> bool:
-    """Whether an alternative is one class of ``WIDE`` code points or more (or negated)."""
-    if len(alternative) != 1 or not isinstance(alternative[0], CharClass):
-        return False
-    c = alternative[0]
-    return c.negated or sum(b - a + 1 for a, b in c.ranges) >= WIDE
+    """Whether an alternative is one wide class (``engine_shapes.wide_class``)."""
+    return len(alternative) == 1 and isinstance(alternative[0], CharClass) and wide_class(alternative[0])
 
 
 def _alternatives(e: Expr, leaves: dict[str, Expr]) -> list[tuple[Expr, ...]] | None:
@@ -87,7 +84,7 @@ def _alternatives(e: Expr, leaves: dict[str, Expr]) -> list[tuple[Expr, ...]] | 
     None when it has another node or more than ``MAX_ALTERNATIVES`` of them."""
     if isinstance(e, Ref):
         return _alternatives(leaves[e.name], leaves) if e.name in leaves else None
-    if flat_body(e) and not isinstance(e, (Alt, Seq)):
+    if flat_atom(e):
         return [(e,)]
     if isinstance(e, Epsilon):
         return [()]
