@@ -178,6 +178,19 @@ def test_guard_counts_the_stars_xgrammar_lowers_whatever_the_model_says():
     assert "more repetitions" not in back and ("xgrammar " in back or not back)  # the model's figure
 
 
+
+def test_one_character_judges_each_alternative_on_its_own():
+    """``(c "b" | c)*`` may be one ``c``: the first alternative names c and fails on its "b",
+    the second must still read c (a set of visited rules shared by the alternatives said no);
+    through a chain of rules and a cycle alike, and a cycle alone derives nothing."""
+    from gramopt.costmodels.engine_shapes import lowered_stars, one_character_rules
+    assert lowered_stars(parse('root ::= "\\"" s\ns ::= (c "b" | c)* "\\""\nc ::= [^"]', "gbnf")) == ["s"]
+    chain = parse('root ::= "x" s\ns ::= (a "z")*\na ::= b | "q"\nb ::= a "z" | c\nc ::= [^q]', "gbnf")
+    assert one_character_rules(chain.bodies()) == {"a", "b", "c"}
+    assert lowered_stars(chain) == []  # every iteration ends with "z": two characters at least
+    loop = parse('root ::= "x" s\ns ::= (a | "q" "q")*\na ::= b\nb ::= a "z" | "q" a', "gbnf")
+    assert one_character_rules(loop.bodies()) == set() and lowered_stars(loop) == []
+
 def test_clearly_better_counts_the_decisive_shapes():
     amb = parse('root ::= e\ne ::= e "+" e | [0-9]', "gbnf")
     flat = parse('root ::= e\ne ::= [0-9] ("+" [0-9])*', "gbnf")

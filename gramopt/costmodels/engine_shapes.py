@@ -67,7 +67,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..grammar import Alt, CharClass, Epsilon, Expr, Grammar, Literal, Repeat, Ref, Seq, walk
+from ..grammar import Alt, CharClass, Epsilon, Expr, Grammar, Literal, Repeat, Ref, Seq, refs, walk
 from ..grammar.ambiguity import self_concatenations
 from ..grammar.analysis import nullable_rules, reachable_rules, recursive_references, structure
 from .calibration import generic_node_weights, static_features
@@ -127,32 +127,56 @@ def lowered_stars(g: Grammar) -> list[str]:
     ``digit*`` nothing (Qwen's digits are one-digit tokens); ``("," v)*`` is none either (each
     iteration starts with its comma)."""
     part = reachable_part(g)
-    bodies = part.bodies()
+    ones = one_character_rules(part.bodies())
     return [r.name for r in part.rules if any(
-        isinstance(x, Repeat) and x.max is None and not flat_body(x.item) and one_character(x.item, bodies)
+        isinstance(x, Repeat) and x.max is None and not flat_body(x.item) and _one(x.item, ones)
         for x in walk(r.body))]
 
 
-def one_character(e: Expr, bodies: dict, seen: set | None = None) -> bool:
+def one_character(e: Expr, bodies: dict, ones: frozenset | None = None) -> bool:
     """Whether ``e`` derives some string of exactly one character from a wide class (negated,
     or ``WIDE`` code points or more; a sequence: one item does and the others may be empty,
-    judged by their being ``""`` or a star; references followed once each)."""
-    seen = set() if seen is None else seen
+    judged by their being ``""`` or a star); a reference does when its rule is among ``ones``
+    (default: ``one_character_rules(bodies)``, which callers asking of many expressions over
+    one grammar compute once)."""
+    return _one(e, one_character_rules(bodies) if ones is None else ones)
+
+
+def one_character_rules(bodies: dict) -> frozenset:
+    """The rules of ``bodies`` whose body derives one character of a wide class
+    (``one_character``): the least fixpoint of that test with each reference read as its
+    rule's current answer, from none (a cycle alone derives nothing). Every alternative is
+    judged on its own, whichever rules an earlier one named. A worklist: a rule is judged
+    again only when a rule it names joins, so the work is the grammar's size times its
+    references at most (linear on grammars whose rules name few others)."""
+    users: dict[str, set] = {}
+    for n, b in bodies.items():
+        for m in refs(b):
+            users.setdefault(m, set()).add(n)
+    ones: set = set()
+    todo = [n for n, b in bodies.items() if _one(b, ones)]
+    while todo:
+        n = todo.pop()
+        if n in ones:
+            continue
+        ones.add(n)
+        todo += [u for u in sorted(users.get(n, ())) if u not in ones and _one(bodies[u], ones)]
+    return frozenset(ones)
+
+
+def _one(e: Expr, ones) -> bool:
+    """``one_character`` of ``e`` with the rules in ``ones`` read as deriving one."""
     if isinstance(e, CharClass):
         return wide_class(e)
     if isinstance(e, Alt):
-        return any(one_character(x, bodies, seen) for x in e.items)
+        return any(_one(x, ones) for x in e.items)
     if isinstance(e, Repeat):
-        return e.min <= 1 and (e.max is None or e.max >= 1) and one_character(e.item, bodies, seen)
+        return e.min <= 1 and (e.max is None or e.max >= 1) and _one(e.item, ones)
     if isinstance(e, Ref):
-        if e.name in seen or e.name not in bodies:
-            return False
-        seen.add(e.name)
-        return one_character(bodies[e.name], bodies, seen)
+        return e.name in ones
     if isinstance(e, Seq):
         empty = [isinstance(x, Epsilon) or (isinstance(x, Repeat) and x.min == 0) for x in e.items]
-        return any(one_character(x, bodies, seen) and all(empty[:i] + empty[i + 1:])
-                   for i, x in enumerate(e.items))
+        return any(_one(x, ones) and all(empty[:i] + empty[i + 1:]) for i, x in enumerate(e.items))
     return False
 
 
@@ -256,4 +280,4 @@ def clearly_better_for(before: dict, after: dict) -> list[tuple]:
 
 __all__ = ["CLEAR_GAIN", "DECISIVE", "ENGINE_SHAPES", "LOWERED_STAR_ENGINES", "ONE_BUDGET", "WIDE", "EngineCost",
            "clearly_better_for", "engine_costs", "flat_atom", "flat_body", "lowered_stars", "model_cost", "one_character",
-           "reachable_part", "shape_counts", "wide_class", "worse_for"]
+           "one_character_rules", "reachable_part", "shape_counts", "wide_class", "worse_for"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import product
 
-from ...costmodels.engine_shapes import flat_atom, flat_body, one_character, wide_class
+from ...costmodels.engine_shapes import flat_atom, flat_body, one_character, one_character_rules, wide_class
 from ...grammar import Alt, CharClass, Epsilon, Expr, Grammar, Ref, Repeat, Seq, alt, refs, seq, transform, walk
 
 MAX_ALTERNATIVES = 16  # alternatives of a flattened repetition body (JSON's string: 3)
@@ -44,14 +44,14 @@ def flatten_repetition_bodies(g: Grammar) -> tuple[Grammar, list[str]]:
     little: outputs stay as they were there."""
     pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
     pinned.update(a for d in g.directives for a in d.args)
-    bodies_in = g.bodies()
+    ones = one_character_rules(g.bodies())
     leaves = {r.name: r.body for r in g.rules
               if r.name != g.start and r.name not in pinned and not r.pinned and not refs(r.body)
               and sum(1 for _ in walk(r.body)) <= MAX_LEAF}
 
     def flat(e: Expr) -> Expr:
         if not isinstance(e, Repeat) or e.max is not None or flat_body(e.item) \
-                or not one_character(e.item, bodies_in):
+                or not one_character(e.item, {}, ones):
             return e
         alts = _alternatives(e.item, leaves)
         if alts is None or any(not a for a in alts) or (len(alts) == 1 and len(alts[0]) == 1
