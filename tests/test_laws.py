@@ -132,6 +132,10 @@ RESHAPE_GOLDEN = {  # pass: (start, goal), xgrammar EBNF
     # the portable target's: a leaf rule read through, the group distributed (xgrammar's fast star)
     "reshape-flat-stars": ('root ::= "{" s "}"\ns ::= "\\"" ( [^"\\\\] | "\\\\" e )* "\\""\ne ::= [nt] | "u" [0-9]{4}',
                            'root ::= "{" s "}"\ns ::= "\\"" ("\\\\" [nt] | "\\\\" "u" [0-9]{4} | [^"\\\\])* "\\""'),
+    # ... and a character rule written flat where it is used outside a repetition (a bounded string)
+    "reshape-flat-characters": ('root ::= "{" s "}"\ns ::= "\\"" c c (c c?)? "\\""\nc ::= [^"\\\\] | "\\\\" [nt]',
+                                'root ::= "{" s "}"\ns ::= "\\"" ("\\\\" [nt] | [^"\\\\]) ("\\\\" [nt] | [^"\\\\]) '
+                                '(("\\\\" [nt] | [^"\\\\]) ("\\\\" [nt] | [^"\\\\])?)? "\\""'),
     "reshape-root-wrapper": ('root ::= "a" root "b" | ""', 'root ::= root_rec\nroot_rec ::= "a" root_rec "b" | ""'),
     "reshape-rule-names": ('root ::= a_b a_b\na_b ::= "x"', 'root ::= a-b a-b\na-b ::= "x"'),
     "reshape-lookaheads": ('root ::= a "b" a "c"\na ::= [a-z]+', 'root ::= a "b" a "c"\na ::= [a-z]+ (= [bc])'),

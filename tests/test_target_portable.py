@@ -89,6 +89,13 @@ def test_portable_is_the_default_and_generic_stays():
     # ... and in a rule that still uses another (llama.cpp's json.gbnf string before its `ws`)
     ('root ::= "{" s "}"\ns ::= "\\"" ([^"\\\\] | "\\\\" (["nt] | "u" [0-9a-f]{4}))* "\\"" ws\nws ::= " "?',
      'root ::= "{" s "}"\ns ::= "\\"" ("\\\\" ["nt] | "\\\\" "u" [0-9a-f]{4} | [^"\\\\])* "\\"" ws\nws ::= " "?'),
+    # a character rule written flat where a string's length is bounded (llama.cpp's converter's
+    # maxLength), in a rule llguidance reads as one lexeme: the rule goes
+    ('root ::= "{" s "}"\ns ::= "\\"" c (c c?)? "\\""\nc ::= [^"\\\\] | "\\\\" ["nt]',
+     'root ::= "{" s "}"\ns ::= "\\"" ("\\\\" ["nt] | [^"\\\\]) (("\\\\" ["nt] | [^"\\\\]) ("\\\\" ["nt] | [^"\\\\])?)? "\\""'),
+    # ... not in a rule llguidance reads as a parser rule (its lexemes would change)
+    ('root ::= "{" s "}"\ns ::= "\\"" c (c c?)? "\\"" r\nr ::= "," s | ""\nc ::= [^"\\\\] | "\\\\" ["nt]',
+     'root ::= "{" s "}"\ns ::= "\\"" c (c c?)? "\\"" r\nr ::= "," s | ""\nc ::= [^"\\\\] | "\\\\" ["nt]'),
 ])
 def test_fixup_start_to_goal(src, goal):
     g = parse(src, "ebnf")
@@ -462,3 +469,22 @@ def test_flat_repetition_bodies_keep_the_language(bodies):
     assert check_equivalence(g, out).ok, (g, out)
     assert flatten_repetition_bodies(out)[0] == out
     assert bool(done) == (out != g)
+
+
+
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.tuples(_flat_exprs(2, ("A",)), _flat_exprs(2, ()), _flat_exprs(2, ("A", "B", "S"))), st.booleans())
+def test_flat_character_rules_keep_the_language(bodies, lexical_users_only):
+    """The same random grammars through ``flatten_character_rules``: the output has the
+    input's language, a second run changes nothing, and nothing inside an unbounded
+    repetition is rewritten (those are ``flatten_repetition_bodies``')."""
+    from gramopt.transforms.reshape import flatten_character_rules
+    rules = [Rule(n, b) for n, b in zip(["S", "A", "B"], bodies)]
+    g = Grammar((Rule("R", seq(Ref("S"), Ref("B"))), *rules), "R")
+    out, done = flatten_character_rules(g, lexical_users_only)
+    assert check_equivalence(g, out).ok, (g, out)
+    assert flatten_character_rules(out, lexical_users_only)[0] == out
+    assert bool(done) == (out != g)
+    from gramopt.grammar import walk
+    stars = lambda h: [x for r in h.rules for x in walk(r.body) if isinstance(x, Repeat) and x.max is None]
+    assert stars(out) == stars(g)

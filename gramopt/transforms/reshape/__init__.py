@@ -12,7 +12,8 @@ names, a count) and states its argument in its docstring.
     lookaheads       lookahead assertions ``(= [F])`` from FOLLOW sets (``grammar.follow``)
     flat_stars       a repetition's body written flat: leaf rules read through, groups distributed,
                      the wide class last
-                     (``(c | "\\" e)*`` → ``(c | "\\" a | "\\" b)*``)
+                     (``(c | "\\" e)*`` → ``(c | "\\" a | "\\" b)*``); and a rule of one wide
+                     character written flat where it is used (``flatten_character_rules``)
     empty_first      repetitions as rules whose empty alternative is written first (llama.cpp)
     widest_last      alternatives ordered by the width of their FIRST sets, widest last (llama.cpp)
 
@@ -21,7 +22,7 @@ every target's fix-up (``registry.reshaping``) and the law tests read them from.
 """
 
 from .empty_first import write_repetitions_empty_first
-from .flat_stars import flatten_repetition_bodies
+from .flat_stars import flatten_character_rules, flatten_repetition_bodies
 from .left_recursion import remove_left_recursion
 from .lookaheads import infer_lookaheads
 from .regular_rules import inline_small_regular_rules
@@ -30,6 +31,6 @@ from .rule_names import gbnf_rule_names
 from .star_rules import lift_star_alternations
 from .widest_last import order_alternatives_widest_last
 
-__all__ = ["flatten_repetition_bodies", "gbnf_rule_names", "infer_lookaheads", "inline_small_regular_rules",
+__all__ = ["flatten_character_rules", "flatten_repetition_bodies", "gbnf_rule_names", "infer_lookaheads", "inline_small_regular_rules",
            "lift_star_alternations", "order_alternatives_widest_last", "remove_left_recursion", "wrap_referenced_root",
            "write_repetitions_empty_first"]

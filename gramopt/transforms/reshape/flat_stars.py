@@ -1,4 +1,6 @@
-"""Repetitions written flat: ``(c | "\\" e)*`` with ``e ::= a | b`` as ``(c | "\\" a | "\\" b)*``."""
+"""Repetitions written flat: ``(c | "\\" e)*`` with ``e ::= a | b`` as ``(c | "\\" a | "\\" b)*``;
+and a rule of one wide character written flat where it is used outside a repetition
+(``flatten_character_rules``: a JSON string's ``char{5,150}`` as a converter writes it)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from itertools import product
 
 from ...costmodels.engine_shapes import flat_atom, flat_body, one_character, one_character_rules, wide_class
 from ...grammar import Alt, CharClass, Epsilon, Expr, Grammar, Ref, Repeat, Seq, alt, refs, seq, transform, walk
+from ...grammar.analysis import lexical_rules
 
 MAX_ALTERNATIVES = 16  # alternatives of a flattened repetition body (JSON's string: 3)
 MAX_LEAF = 32          # expression nodes of a leaf rule read through (JSON's escape: 9)
@@ -74,6 +77,74 @@ def flatten_repetition_bodies(g: Grammar) -> tuple[Grammar, list[str]]:
     return g.replace_rules(rules), done
 
 
+def flatten_character_rules(g: Grammar, lexical_users_only: bool = False) -> tuple[Grammar, list[str]]:
+    """Every reference to a *character rule* outside an unbounded repetition is replaced by
+    the rule's body written flat: an alternation of sequences of literals and classes, the
+    alternatives that are one wide class last. A character rule is a leaf rule (no reference
+    in its body; not the start, not pinned, named by no assertion or directive, at most
+    ``MAX_LEAF`` nodes) that may derive one character of a wide class (``engine_shapes.
+    one_character``) and flattens within ``MAX_ALTERNATIVES`` with no empty alternative:
+    ``char ::= [^"\\] | "\\" (["/bfnrt] | "u" hex hex hex hex)``. A character rule no longer
+    referenced is dropped. ``lexical_users_only``: only in rules llguidance reads as one
+    lexeme (``grammar.analysis.lexical_rules``), so that its lexemes stay what they were.
+    Returns the grammar and the rules rewritten. Repetitions are ``flatten_repetition_bodies``'
+    (run before this): nothing inside an unbounded one is touched here, so its outputs stay.
+
+    Argument: as ``flatten_repetition_bodies``': a leaf rule is not recursive, so its body may
+    stand for a reference to it (substitution), and its flat form is the same union of the
+    same sequences (distributivity of concatenation over union, commutativity of union).
+
+    Why (``benchmarks/results/flat-chars-2026-11-28``): llama.cpp's converter writes a string
+    with ``maxLength`` as ``"\\"" char char … (char (char …)?)? "\\""``; xgrammar 0.2.8 lowers
+    each ``char`` (a reference, or its body as a nested group) into a helper rule whose end is
+    inside nearly every token: 68 ms a Qwen mask inside the string (JSONSchemaBench
+    Github_easy---o21459), against 0.12 ms with ``char`` written flat in place; llama.cpp
+    29 ms against 36 ms with the wide class last; llguidance the same (one lexeme either way)."""
+    pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
+    pinned.update(a for d in g.directives for a in d.args)
+    ones = one_character_rules(g.bodies())
+    leaves = {r.name: r.body for r in g.rules
+              if r.name != g.start and r.name not in pinned and not r.pinned and not refs(r.body)
+              and sum(1 for _ in walk(r.body)) <= MAX_LEAF}
+    flat: dict[str, Expr] = {}
+    for name, body in leaves.items():
+        alts = _alternatives(body, leaves) if name in ones else None
+        if alts is None or any(not a for a in alts) or not any(_wide_class(a) for a in alts):
+            continue
+        alts.sort(key=_wide_class)  # stable: llama.cpp tries the narrow alternatives first
+        flat[name] = alt(*(seq(*a) for a in alts))
+    if not flat:
+        return g, []
+    users = lexical_rules(g) if lexical_users_only else None
+
+    def written(e: Expr) -> Expr:
+        if isinstance(e, Ref):
+            return flat.get(e.name, e)
+        if isinstance(e, Repeat) and e.max is None:
+            return e  # a repetition's body is flatten_repetition_bodies' to write
+        if isinstance(e, (Seq, Alt)):
+            new = [written(x) for x in e.items]
+            return (seq if isinstance(e, Seq) else alt)(*new) if any(a is not b for a, b in zip(new, e.items)) else e
+        if isinstance(e, Repeat):
+            item = written(e.item)
+            return e if item is e.item else type(e)(item, e.min, e.max)
+        return e
+
+    done, bodies = [], {}
+    for r in g.rules:
+        body = r.body
+        if not (r.pinned or r.name == g.start or r.name in flat or (users is not None and r.name not in users)):
+            body = written(r.body)
+        if body != r.body:
+            done.append(r.name)
+        bodies[r.name] = body
+    if not done:
+        return g, []
+    used = {n for b in bodies.values() for n in refs(b)} | pinned | {g.start}
+    rules = [replace(r, body=bodies[r.name]) for r in g.rules if r.name not in flat or r.name in used]
+    return g.replace_rules(rules), done
+
+
 def _wide_class(alternative: tuple[Expr, ...]) -> bool:
     """Whether an alternative is one wide class (``engine_shapes.wide_class``)."""
     return len(alternative) == 1 and isinstance(alternative[0], CharClass) and wide_class(alternative[0])
@@ -107,4 +178,4 @@ def _alternatives(e: Expr, leaves: dict[str, Expr]) -> list[tuple[Expr, ...]] | 
     return None
 
 
-__all__ = ["flatten_repetition_bodies"]
+__all__ = ["flatten_character_rules", "flatten_repetition_bodies"]
