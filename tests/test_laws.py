@@ -136,6 +136,9 @@ RESHAPE_GOLDEN = {  # pass: (start, goal), xgrammar EBNF
     "reshape-flat-characters": ('root ::= "{" s "}"\ns ::= "\\"" c c (c c?)? "\\""\nc ::= [^"\\\\] | "\\\\" [nt]',
                                 'root ::= "{" s "}"\ns ::= "\\"" ("\\\\" [nt] | [^"\\\\]) ("\\\\" [nt] | [^"\\\\]) '
                                 '(("\\\\" [nt] | [^"\\\\]) ("\\\\" [nt] | [^"\\\\])?)? "\\""'),
+    # a counted repetition of a group written out (the clean-ups' c c c* is c{3,}; xgrammar's cliff)
+    "reshape-counted-groups": ('root ::= "x" ("a" | "bc"){3,} [0-9]{2,}', 'root ::= "x" ("a" | "bc") ("a" | "bc") ("a" | "bc") '
+                               '("a" | "bc")* [0-9]{2,}'),
     "reshape-root-wrapper": ('root ::= "a" root "b" | ""', 'root ::= root_rec\nroot_rec ::= "a" root_rec "b" | ""'),
     "reshape-rule-names": ('root ::= a_b a_b\na_b ::= "x"', 'root ::= a-b a-b\na-b ::= "x"'),
     "reshape-lookaheads": ('root ::= a "b" a "c"\na ::= [a-z]+', 'root ::= a "b" a "c"\na ::= [a-z]+ (= [bc])'),

@@ -36,8 +36,9 @@ from .fixpoint import fixpoint
 from .inline import (INLINE_LEAVES, INLINE_LEXICAL, INLINE_NONE, Budget as InlineBudget, inline_rules, is_leaf,
                      keeps_lexemes)
 from .reshape import (flatten_character_rules, flatten_repetition_bodies, gbnf_rule_names, infer_lookaheads,
-                      inline_small_regular_rules, lift_star_alternations, order_alternatives_widest_last, remove_left_recursion,
-                      wrap_referenced_root, write_repetitions_empty_first)
+                      inline_small_regular_rules, lift_star_alternations, order_alternatives_widest_last,
+                      remove_left_recursion, wrap_referenced_root, write_out_counted_groups,
+                      write_repetitions_empty_first)
 
 CLEANUP, EGRAPH, INLINE, TARGET, RESHAPE = "cleanup", "egraph", "inline", "target", "reshape"
 """The kinds of pass (``Pass.kind``)."""
@@ -287,6 +288,7 @@ RESHAPE_STEPS = (  # (name, step, reads code points: skipped on a grammar with L
     ("left-recursion", remove_left_recursion, False),
     ("inline-regular", inline_small_regular_rules, True),
     ("star-rules", lift_star_alternations, True),
+    ("counted-groups", write_out_counted_groups, True),
     ("flat-stars", flatten_repetition_bodies, True),
     ("flat-characters", flatten_character_rules, True),
     ("root-wrapper", wrap_referenced_root, False),

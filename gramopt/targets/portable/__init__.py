@@ -1,6 +1,7 @@
 """The portable target's fix-ups: the safety steps every engine needs.
 
-    fixup(grammar, notes, fired) -> grammar     no left recursion, repetitions and character rules flat,
+    fixup(grammar, notes, fired) -> grammar     no left recursion, counted groups written out,
+                                                repetitions and character rules flat,
                                                 a root no rule references, GBNF rule names
                                                 llama.cpp reads
     no_left_recursion(grammar, notes, fired)    the first step alone (the llama.cpp target's fix-up)
@@ -19,6 +20,9 @@ Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
   the string against 0.10 ms with the body flat; llguidance decides both alike, llama.cpp the
   flat one as fast with its wide class written last (``transforms.reshape.flat_stars``: leaf
   rules read through, groups distributed; ``benchmarks/star_forms.py``).
+* **counted repetitions of a group written out**: ``c{8,}`` (the clean-ups merge ``c c … c*``)
+  took xgrammar 325-362 ms a mask inside the string, ``c c … c c*`` with ``c`` flat 0.12 ms
+  (``transforms.reshape.counted``).
 * **character rules written flat**: the same cliff where a string's length is bounded
   (``"\"" char char (char (char …)?)? "\""``, llama.cpp's converter's ``maxLength``): 68 ms an
   xgrammar mask, 0.12 ms with ``char`` written flat in place, llama.cpp 29 ms against 36, in the
@@ -68,6 +72,16 @@ def reduce(g: Grammar) -> Grammar:
     return remove_redundancy(no_left_recursion(remove_redundancy(g)))
 
 
+def _step(g: Grammar, name: str, what: str, notes: list[str], fired: dict, *args) -> Grammar:
+    """``g`` after the registry's reshaping ``name`` (with ``args``); what it changed is
+    counted as ``portable-<name>`` and said in a note."""
+    g, changed = reshaping(name)(g, *args)
+    if changed:
+        fired[f"portable-{name}"] = fired.get(f"portable-{name}", 0) + len(changed)
+        notes.append(f"portable: {what} {', '.join(changed[:6])}{' …' if len(changed) > 6 else ''}")
+    return g
+
+
 def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
     """``g`` with no direct left recursion, repetitions with flat bodies, no referenced root and
     (GBNF) llama.cpp's rule names (module docstring);
@@ -76,16 +90,10 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     fired = {} if fired is None else fired
     g = no_left_recursion(g, notes, fired)
     if not token_atoms(g.dialect):  # bytes and code points: a Lark grammar's lexer is its own
-        g, flattened = reshaping("flat-stars")(g)
-        if flattened:
-            fired["portable-flat-stars"] = fired.get("portable-flat-stars", 0) + len(flattened)
-            notes.append(f"portable: repetitions written flat in {', '.join(flattened[:6])}"
-                         f"{' …' if len(flattened) > 6 else ''}")
-        g, flattened = reshaping("flat-characters")(g, True)  # llguidance's lexemes as they were
-        if flattened:
-            fired["portable-flat-characters"] = fired.get("portable-flat-characters", 0) + len(flattened)
-            notes.append(f"portable: character rules written flat in {', '.join(flattened[:6])}"
-                         f"{' …' if len(flattened) > 6 else ''}")
+        g = _step(g, "counted-groups", "counted repetitions written out in", notes, fired)
+        g = _step(g, "flat-stars", "repetitions written flat in", notes, fired)
+        # in the rules llguidance reads as one lexeme only: its lexemes stay as they were
+        g = _step(g, "flat-characters", "character rules written flat in", notes, fired, True)
     # '-' where GBNF and xgrammar EBNF are written: llama.cpp's rule names have no '_'
     g, wrapped = reshaping("root-wrapper")(g, dialect_record(g.dialect).name_separator)
     if wrapped:
