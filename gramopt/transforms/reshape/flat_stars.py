@@ -83,7 +83,9 @@ def flatten_character_rules(g: Grammar, lexical_users_only: bool = False) -> tup
     alternatives that are one wide class last. A character rule is a leaf rule (no reference
     in its body; not the start, not pinned, named by no assertion or directive, at most
     ``MAX_LEAF`` nodes) that may derive one character of a wide class (``engine_shapes.
-    one_character``) and flattens within ``MAX_ALTERNATIVES`` with no empty alternative:
+    one_character``), is no literal or class itself (``cjk ::= [一-鿿]``, xgrammar's
+    ``chars ::= [^"\\\\]`` in ``chars{4,30}``: no helper rule, nothing to gain) and flattens within
+    ``MAX_ALTERNATIVES`` with no empty alternative:
     ``char ::= [^"\\] | "\\" (["/bfnrt] | "u" hex hex hex hex)``. A character rule no longer
     referenced is dropped. ``lexical_users_only``: only in rules llguidance reads as one
     lexeme (``grammar.analysis.lexical_rules``), so that its lexemes stay what they were.
@@ -108,7 +110,7 @@ def flatten_character_rules(g: Grammar, lexical_users_only: bool = False) -> tup
               and sum(1 for _ in walk(r.body)) <= MAX_LEAF}
     flat: dict[str, Expr] = {}
     for name, body in leaves.items():
-        alts = _alternatives(body, leaves) if name in ones else None
+        alts = _alternatives(body, leaves) if name in ones and not flat_atom(body) else None
         if alts is None or any(not a for a in alts) or not any(_wide_class(a) for a in alts):
             continue
         alts.sort(key=_wide_class)  # stable: llama.cpp tries the narrow alternatives first
