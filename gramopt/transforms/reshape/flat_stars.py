@@ -5,10 +5,11 @@ and a rule of one wide character written flat where it is used outside a repetit
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 from itertools import product
 
 from ...costmodels.engine_shapes import flat_atom, flat_body, one_character, one_character_rules, wide_class
-from ...grammar import Alt, CharClass, Epsilon, Expr, Grammar, Ref, Repeat, Seq, alt, refs, seq, transform, walk
+from ...grammar import Alt, CharClass, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, refs, seq, transform, walk
 from ...grammar.analysis import lexical_rules
 
 MAX_ALTERNATIVES = 16  # alternatives of a flattened repetition body (JSON's string: 3)
@@ -45,12 +46,7 @@ def flatten_repetition_bodies(g: Grammar) -> tuple[Grammar, list[str]]:
     xgrammar 0.01 ms a mask, flat 0.28 ms (and inlining it into the start made llguidance 250×
     slower, ``targets.PORTABLE``); nor over a narrow class (``digit*``), which costs xgrammar
     little: outputs stay as they were there."""
-    pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
-    pinned.update(a for d in g.directives for a in d.args)
-    ones = one_character_rules(g.bodies())
-    leaves = {r.name: r.body for r in g.rules
-              if r.name != g.start and r.name not in pinned and not r.pinned and not refs(r.body)
-              and sum(1 for _ in walk(r.body)) <= MAX_LEAF}
+    pinned, ones, leaves = _readable(g)
 
     def flat(e: Expr) -> Expr:
         if not isinstance(e, Repeat) or e.max is not None or flat_body(e.item) \
@@ -63,18 +59,8 @@ def flatten_repetition_bodies(g: Grammar) -> tuple[Grammar, list[str]]:
         alts.sort(key=_wide_class)  # stable: llama.cpp tries the narrow alternatives first
         return type(e)(alt(*(seq(*a) for a in alts)), e.min, e.max)
 
-    done, bodies = [], {}
-    for r in g.rules:
-        body = r.body if r.pinned or r.name == g.start else transform(r.body, flat)
-        if body != r.body:
-            done.append(r.name)
-        bodies[r.name] = body
-    if not done:
-        return g, []
-    used = {n for b in bodies.values() for n in refs(b)} | pinned | {g.start}
-    gone = {n for n in leaves if n not in used and any(n in refs(r.body) for r in g.rules)}
-    rules = [replace(r, body=bodies[r.name]) for r in g.rules if r.name not in gone]
-    return g.replace_rules(rules), done
+    return _rewritten(g, lambda r: r.body if r.pinned or r.name == g.start else transform(r.body, flat),
+                      pinned, leaves)
 
 
 def flatten_character_rules(g: Grammar, lexical_users_only: bool = False) -> tuple[Grammar, list[str]]:
@@ -102,12 +88,7 @@ def flatten_character_rules(g: Grammar, lexical_users_only: bool = False) -> tup
     inside nearly every token: 68 ms a Qwen mask inside the string (JSONSchemaBench
     Github_easy---o21459), against 0.12 ms with ``char`` written flat in place; llama.cpp
     29 ms against 36 ms with the wide class last; llguidance the same (one lexeme either way)."""
-    pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
-    pinned.update(a for d in g.directives for a in d.args)
-    ones = one_character_rules(g.bodies())
-    leaves = {r.name: r.body for r in g.rules
-              if r.name != g.start and r.name not in pinned and not r.pinned and not refs(r.body)
-              and sum(1 for _ in walk(r.body)) <= MAX_LEAF}
+    pinned, ones, leaves = _readable(g)
     flat: dict[str, Expr] = {}
     for name, body in leaves.items():
         alts = _alternatives(body, leaves) if name in ones and not flat_atom(body) else None
@@ -132,19 +113,35 @@ def flatten_character_rules(g: Grammar, lexical_users_only: bool = False) -> tup
             return e if item is e.item else type(e)(item, e.min, e.max)
         return e
 
+    skip = lambda r: r.pinned or r.name == g.start or r.name in flat or (users is not None and r.name not in users)
+    return _rewritten(g, lambda r: r.body if skip(r) else written(r.body), pinned, flat)
+
+
+def _rewritten(g: Grammar, body: Callable[[Rule], Expr], pinned: set, read: dict) -> tuple[Grammar, list[str]]:
+    """(``g`` with each rule's body as ``body`` gives it, without the rules of ``read`` that
+    were referenced and no longer are; the rules rewritten), or (g, []) when none is."""
     done, bodies = [], {}
     for r in g.rules:
-        body = r.body
-        if not (r.pinned or r.name == g.start or r.name in flat or (users is not None and r.name not in users)):
-            body = written(r.body)
-        if body != r.body:
+        bodies[r.name] = b = body(r)
+        if b != r.body:
             done.append(r.name)
-        bodies[r.name] = body
     if not done:
         return g, []
     used = {n for b in bodies.values() for n in refs(b)} | pinned | {g.start}
-    rules = [replace(r, body=bodies[r.name]) for r in g.rules if r.name not in flat or r.name in used]
-    return g.replace_rules(rules), done
+    gone = {n for n in read if n not in used and any(n in refs(r.body) for r in g.rules)}
+    return g.replace_rules(replace(r, body=bodies[r.name]) for r in g.rules if r.name not in gone), done
+
+
+def _readable(g: Grammar) -> tuple[set, frozenset, dict[str, Expr]]:
+    """(the rules an assertion or directive names, the rules that may derive one wide
+    character, the leaf rules that may be read through: no reference in the body, not the
+    start, not pinned or named, at most ``MAX_LEAF`` nodes)."""
+    pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
+    pinned.update(a for d in g.directives for a in d.args)
+    leaves = {r.name: r.body for r in g.rules
+              if r.name != g.start and r.name not in pinned and not r.pinned and not refs(r.body)
+              and sum(1 for _ in walk(r.body)) <= MAX_LEAF}
+    return pinned, one_character_rules(g.bodies()), leaves
 
 
 def _wide_class(alternative: tuple[Expr, ...]) -> bool:
