@@ -11,6 +11,7 @@ from itertools import product
 from ...costmodels.engine_shapes import flat_atom, flat_body, one_character, one_character_rules, wide_class
 from ...grammar import Alt, CharClass, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, refs, seq, transform, walk
 from ...grammar.analysis import lexical_rules
+from ..fixpoint import fixpoint
 
 MAX_ALTERNATIVES = 16  # alternatives of a flattened repetition body (JSON's string: 3)
 MAX_LEAF = 32          # expression nodes of a leaf rule read through (JSON's escape: 9)
@@ -75,7 +76,8 @@ def flatten_character_rules(g: Grammar, lexical_users_only: bool = False) -> tup
     ``char ::= [^"\\] | "\\" (["/bfnrt] | "u" hex hex hex hex)``. A character rule no longer
     referenced is dropped. ``lexical_users_only``: only in rules llguidance reads as one
     lexeme (``grammar.analysis.lexical_rules``), so that its lexemes stay what they were.
-    Returns the grammar and the rules rewritten. Repetitions are ``flatten_repetition_bodies``'
+    Returns the grammar and the rules rewritten. Rounds to a fixpoint (a rule whose only
+    reference was to a character rule may become one: ``s ::= char``). Repetitions are ``flatten_repetition_bodies``'
     (run before this): nothing inside an unbounded one is touched here, so its outputs stay.
 
     Argument: as ``flatten_repetition_bodies``': a leaf rule is not recursive, so its body may
@@ -88,6 +90,18 @@ def flatten_character_rules(g: Grammar, lexical_users_only: bool = False) -> tup
     inside nearly every token: 68 ms a Qwen mask inside the string (JSONSchemaBench
     Github_easy---o21459), against 0.12 ms with ``char`` written flat in place; llama.cpp
     29 ms against 36 ms with the wide class last; llguidance the same (one lexeme either way)."""
+    done: list[str] = []
+
+    def round_(h: Grammar) -> Grammar:
+        h, names = _flat_characters_once(h, lexical_users_only)
+        done.extend(n for n in names if n not in done)
+        return h
+    out = fixpoint(round_, g, len(g.rules) + 1)  # each changing round removes a reference
+    return (out, done) if done else (g, [])
+
+
+def _flat_characters_once(g: Grammar, lexical_users_only: bool) -> tuple[Grammar, list[str]]:
+    """One round of ``flatten_character_rules``."""
     pinned, ones, leaves = _readable(g)
     flat: dict[str, Expr] = {}
     for name, body in leaves.items():
