@@ -77,8 +77,9 @@ def flatten_character_rules(g: Grammar, lexical_users_only: bool = False) -> tup
     referenced is dropped. ``lexical_users_only``: only in rules llguidance reads as one
     lexeme (``grammar.analysis.lexical_rules``), so that its lexemes stay what they were.
     Returns the grammar and the rules rewritten. Rounds to a fixpoint (a rule whose only
-    reference was to a character rule may become one: ``s ::= char``). Repetitions are ``flatten_repetition_bodies``'
-    (run before this): nothing inside an unbounded one is touched here, so its outputs stay.
+    reference was to a character rule may become one: ``s ::= char``). Repetitions are
+    ``flatten_repetition_bodies``' (run before this): nothing inside an unbounded one is
+    touched here, so its outputs stay.
 
     Argument: as ``flatten_repetition_bodies``': a leaf rule is not recursive, so its body may
     stand for a reference to it (substitution), and its flat form is the same union of the
@@ -121,7 +122,8 @@ def _flat_characters_once(g: Grammar, lexical_users_only: bool) -> tuple[Grammar
             return e  # a repetition's body is flatten_repetition_bodies' to write
         if isinstance(e, (Seq, Alt)):
             new = [written(x) for x in e.items]
-            return (seq if isinstance(e, Seq) else alt)(*new) if any(a is not b for a, b in zip(new, e.items)) else e
+            same = all(a is b for a, b in zip(new, e.items))
+            return e if same else (seq if isinstance(e, Seq) else alt)(*new)
         if isinstance(e, Repeat):
             item = written(e.item)
             return e if item is e.item else type(e)(item, e.min, e.max)
