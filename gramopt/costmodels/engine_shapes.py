@@ -126,10 +126,14 @@ def lowered_stars(g: Grammar) -> list[str]:
     Narrow classes cost little: an identifier's ``[a-z0-9_]`` as ``ic*`` 0.3 ms a mask, a
     ``digit*`` nothing (Qwen's digits are one-digit tokens); ``("," v)*`` is none either (each
     iteration starts with its comma)."""
-    part = reachable_part(g)
+    return _lowered_stars_in(reachable_part(g))
+
+
+def _lowered_stars_in(part: Grammar) -> list[str]:
+    """``lowered_stars`` of a grammar that is its own reachable part."""
     ones = one_character_rules(part.bodies())
     return [r.name for r in part.rules if any(
-        isinstance(x, Repeat) and x.max is None and not flat_body(x.item) and _one(x.item, ones)
+        isinstance(x, Repeat) and x.max is None and not flat_body(x.item) and one_character(x.item, ones)
         for x in walk(r.body))]
 
 
@@ -152,16 +156,7 @@ def lowered_repetitions(g: Grammar) -> list[str]:
     counted repetitions of a group (``counted_group``)."""
     part = reachable_part(g)
     bodies = part.bodies()
-    return lowered_stars(g) + [r.name for r in part.rules for x in walk(r.body) if counted_group(x, bodies)]
-
-
-def one_character(e: Expr, bodies: dict, ones: frozenset | None = None) -> bool:
-    """Whether ``e`` derives some string of exactly one character from a wide class (negated,
-    or ``WIDE`` code points or more; a sequence: one item does and the others may be empty,
-    judged by their being ``""`` or a star); a reference does when its rule is among ``ones``
-    (default: ``one_character_rules(bodies)``, which callers asking of many expressions over
-    one grammar compute once)."""
-    return _one(e, one_character_rules(bodies) if ones is None else ones)
+    return _lowered_stars_in(part) + [r.name for r in part.rules for x in walk(r.body) if counted_group(x, bodies)]
 
 
 def one_character_rules(bodies: dict) -> frozenset:
@@ -176,29 +171,32 @@ def one_character_rules(bodies: dict) -> frozenset:
         for m in refs(b):
             users.setdefault(m, set()).add(n)
     ones: set = set()
-    todo = [n for n, b in bodies.items() if _one(b, ones)]
+    todo = [n for n, b in bodies.items() if one_character(b, ones)]
     while todo:
         n = todo.pop()
         if n in ones:
             continue
         ones.add(n)
-        todo += [u for u in sorted(users.get(n, ())) if u not in ones and _one(bodies[u], ones)]
+        todo += [u for u in sorted(users.get(n, ())) if u not in ones and one_character(bodies[u], ones)]
     return frozenset(ones)
 
 
-def _one(e: Expr, ones) -> bool:
-    """``one_character`` of ``e`` with the rules in ``ones`` read as deriving one."""
+def one_character(e: Expr, ones) -> bool:
+    """Whether ``e`` derives some string of exactly one character from a wide class (negated,
+    or ``WIDE`` code points or more; a sequence: one item does and the others may be empty,
+    judged by their being ``""`` or a star); a reference does when its rule is among ``ones``
+    (``one_character_rules``, computed once per grammar)."""
     if isinstance(e, CharClass):
         return wide_class(e)
     if isinstance(e, Alt):
-        return any(_one(x, ones) for x in e.items)
+        return any(one_character(x, ones) for x in e.items)
     if isinstance(e, Repeat):
-        return e.min <= 1 and (e.max is None or e.max >= 1) and _one(e.item, ones)
+        return e.min <= 1 and (e.max is None or e.max >= 1) and one_character(e.item, ones)
     if isinstance(e, Ref):
         return e.name in ones
     if isinstance(e, Seq):
         empty = [isinstance(x, Epsilon) or (isinstance(x, Repeat) and x.min == 0) for x in e.items]
-        return any(_one(x, ones) and all(empty[:i] + empty[i + 1:]) for i, x in enumerate(e.items))
+        return any(one_character(x, ones) and all(empty[:i] + empty[i + 1:]) for i, x in enumerate(e.items))
     return False
 
 
@@ -301,5 +299,6 @@ def clearly_better_for(before: dict, after: dict) -> list[tuple]:
 
 
 __all__ = ["CLEAR_GAIN", "DECISIVE", "ENGINE_SHAPES", "LOWERED_STAR_ENGINES", "ONE_BUDGET", "WIDE", "EngineCost",
-           "clearly_better_for", "counted_group", "engine_costs", "flat_atom", "flat_body", "lowered_repetitions", "lowered_stars", "model_cost", "one_character",
-           "one_character_rules", "reachable_part", "shape_counts", "wide_class", "worse_for"]
+           "clearly_better_for", "counted_group", "engine_costs", "flat_atom", "flat_body", "lowered_repetitions",
+           "lowered_stars", "model_cost", "one_character", "one_character_rules", "reachable_part", "shape_counts",
+           "wide_class", "worse_for"]

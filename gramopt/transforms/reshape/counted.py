@@ -13,8 +13,8 @@ MAX_COPIES = 64  # iterations written out (a JSON string's minLength: 8 in the s
 def write_out_counted_groups(g: Grammar) -> tuple[Grammar, list[str]]:
     """A repetition ``G{m,}`` with 2 ≤ m ≤ ``MAX_COPIES`` of what is not a literal or a class,
     nor a reference to a rule that is one (``costmodels.engine_shapes.counted_group``), is
-    written ``G … G G*`` (m copies). Bounded ones (``G{m,n}``) and ``G+`` are left as they are. Returns
-    the grammar and the rules rewritten; not in pinned rules.
+    written ``G … G G*`` (m copies). Bounded ones (``G{m,n}``) and ``G+`` are left as they
+    are. Returns the grammar and the rules rewritten; not in pinned rules.
 
     Argument: L{m,} = L^m · L* (each word of L^k, k ≥ m, splits into m words of L and k − m
     more; each concatenation of m words and a word of L* is in some L^k, k ≥ m).

@@ -51,14 +51,13 @@ def flatten_repetition_bodies(g: Grammar) -> tuple[Grammar, list[str]]:
 
     def flat(e: Expr) -> Expr:
         if not isinstance(e, Repeat) or e.max is not None or flat_body(e.item) \
-                or not one_character(e.item, {}, ones):
+                or not one_character(e.item, ones):
             return e
         alts = _alternatives(e.item, leaves)
         if alts is None or any(not a for a in alts) or (len(alts) == 1 and len(alts[0]) == 1
                                                        and isinstance(alts[0][0], Repeat)):
             return e  # not flat within the bound, an empty alternative, or a repetition of a repetition
-        alts.sort(key=_wide_class)  # stable: llama.cpp tries the narrow alternatives first
-        return type(e)(alt(*(seq(*a) for a in alts)), e.min, e.max)
+        return type(e)(_written_flat(alts), e.min, e.max)
 
     return _rewritten(g, lambda r: r.body if r.pinned or r.name == g.start else transform(r.body, flat),
                       pinned, leaves)
@@ -109,8 +108,7 @@ def _flat_characters_once(g: Grammar, lexical_users_only: bool) -> tuple[Grammar
         alts = _alternatives(body, leaves) if name in ones and not flat_atom(body) else None
         if alts is None or any(not a for a in alts) or not any(_wide_class(a) for a in alts):
             continue
-        alts.sort(key=_wide_class)  # stable: llama.cpp tries the narrow alternatives first
-        flat[name] = alt(*(seq(*a) for a in alts))
+        flat[name] = _written_flat(alts)
     if not flat:
         return g, []
     users = lexical_rules(g) if lexical_users_only else None
@@ -158,6 +156,12 @@ def _readable(g: Grammar) -> tuple[set, frozenset, dict[str, Expr]]:
               if r.name != g.start and r.name not in pinned and not r.pinned and not refs(r.body)
               and sum(1 for _ in walk(r.body)) <= MAX_LEAF}
     return pinned, one_character_rules(g.bodies()), leaves
+
+
+def _written_flat(alts: list[tuple[Expr, ...]]) -> Expr:
+    """The alternation of ``alts``, those that are one wide class last (a stable sort: llama.cpp
+    tries the alternatives in order, the narrow ones first is faster there)."""
+    return alt(*(seq(*a) for a in sorted(alts, key=_wide_class)))
 
 
 def _wide_class(alternative: tuple[Expr, ...]) -> bool:
