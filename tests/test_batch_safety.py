@@ -190,3 +190,48 @@ def test_a_killed_worker_fails_its_item_alone(tmp_path):
     assert "a worker process died; the 3 item(s) it may have held are run again, one process each" in err
     assert sorted(q.name for q in out.glob("*.gbnf")) == ["a0.gbnf", "c0.gbnf", "c1.gbnf"]
     assert "Traceback" not in err
+
+
+CLIENT = '''
+import multiprocessing, os, sys, time
+from gramopt.cli.batch import _worker_init
+
+def worker(client):
+    _worker_init(client)
+    print(os.getpid(), flush=True)
+    time.sleep(60)
+
+if __name__ == "__main__":
+    multiprocessing.get_context("spawn").Process(target=worker, args=(os.getpid(),)).start()
+    time.sleep(60)
+'''
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie nobody has reaped yet has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_a_worker_ends_when_its_client_is_killed(tmp_path):
+    """A client ended by SIGKILL (no handler runs, no pool shutdown) takes its batch workers
+    with it: none goes on with an item for nobody (``_end_with_client``)."""
+    script = tmp_path / "client.py"
+    script.write_text(CLIENT, encoding="utf-8")
+    client = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        worker = int(client.stdout.readline())  # said once past _worker_init
+        assert _alive(worker)
+        client.kill()
+        client.wait()
+        deadline = time.monotonic() + 20
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(worker)
+    finally:
+        client.kill()

@@ -339,7 +339,7 @@ def _schedule(todo: list[Item], options: Options, workers: int, scheduler: str |
     n = max(1, min(workers or os.cpu_count() or 1, len(todo)))
     # spawn, not fork: egglog and numba start threads, and a forked child can deadlock on their locks
     pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_worker_init)
+                               initializer=_worker_init, initargs=(os.getpid(),))
     done: set[str] = set()
     try:
         futures = {pool.submit(optimize_item, asdict(it), options, cache_dir, max_memory): it for it in todo}
@@ -376,7 +376,7 @@ def _one_process_each(todo: list[Item], options: Options, n: int, cache_dir,
             while queue and len(running) < n:
                 it = queue.pop()
                 conn, theirs = ctx.Pipe()
-                proc = ctx.Process(target=_run_one, args=(theirs,), daemon=True)
+                proc = ctx.Process(target=_run_one, args=(theirs, os.getpid()), daemon=True)
                 proc.start()
                 theirs.close()  # the child holds the only other end: EOF or EPIPE once it ends
                 try:  # the item goes down the pipe, not in start()'s arguments: a child that dies
@@ -403,10 +403,10 @@ def _one_process_each(todo: list[Item], options: Options, n: int, cache_dir,
         raise
 
 
-def _run_one(conn) -> None:
+def _run_one(conn, client: int) -> None:
     """A process of its own for one item (``_one_process_each``): the item up ``conn``, its
     result down it."""
-    _worker_init()
+    _worker_init(client)
     item, options, cache_dir, max_memory = conn.recv()
     conn.send(optimize_item(item, options, cache_dir, max_memory))
     conn.close()
@@ -422,13 +422,41 @@ def _died(it: Item, exitcode: int | None) -> dict:
             "seconds": 0.0, "text": None, "cached": False}
 
 
-def _worker_init() -> None:
-    """A worker leaves Ctrl-C to the client, which stops every worker (``_stop_workers``):
-    one message, no traceback per worker. Its collector runs as the command line's."""
+def _worker_init(client: int) -> None:
+    """A worker leaves Ctrl-C to the client (process ``client``), which stops every worker
+    (``_stop_workers``): one message, no traceback per worker; it ends with its client however
+    the client ends (``_end_with_client``). Its collector runs as the command line's."""
     import gc
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with_client(client)
     gc.set_threshold(50_000, 20, 20)  # as the command line's (gramopt.cli.main)
+
+
+def _end_with_client(client: int) -> None:
+    """End this worker when process ``client`` ends, even by a signal no handler sees
+    (SIGKILL, an OOM kill, SIGTERM to a build step): a worker mid-item (an xgrammar compile
+    runs for a minute) would otherwise go on for nobody. Linux: the kernel sends SIGKILL when
+    the client dies (``PR_SET_PDEATHSIG``); elsewhere a daemon thread looks every second
+    whether the worker's parent is still ``client``."""
+    import signal
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0) == 0:  # PR_SET_PDEATHSIG
+                if os.getppid() != client:  # it died before the call (the worker was re-parented)
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == client:
+            time.sleep(1.0)
+        os._exit(1)
+    threading.Thread(target=watch, name="gramopt-client-watch", daemon=True).start()
 
 
 def _stop_workers(pool) -> None:
