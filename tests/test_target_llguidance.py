@@ -27,6 +27,31 @@ def test_check_finds_the_greedy_lexer_difference():
     assert "llguidance allows ','" in d.describe()
 
 
+# one whitespace rule, three forms: parser-level (left- or right-recursive), a lexeme (a star)
+WS_LEFT = 'root ::= (item "\\n")+\nitem ::= [a-z] ws\nws ::= ws [ \\t\\n] | ""\n'
+WS_STAR = WS_LEFT.replace('ws ::= ws [ \\t\\n] | ""', 'ws ::= [ \\t\\n]*')
+WS_RIGHT = WS_LEFT.replace('ws ::= ws [ \\t\\n] | ""', 'ws ::= [ \\t\\n] ws | ""')
+
+
+def test_llguidance_lexes_a_star_rule_greedily_and_a_recursive_one_by_atoms():
+    """llguidance 1.9.1: ``ws ::= [ \\t\\n]*`` is one greedy lexeme, which swallows the
+    newline after ``z``, so the next item and the end are refused; the recursive forms are
+    parsed a character at a time, as the language says. Hence the portable fix-up writes
+    such left recursion right-recursive, not as a star (reshape/left_recursion.py)."""
+    left = parse(WS_LEFT, "gbnf")
+    d = engine_difference(left, parse(WS_STAR, "gbnf"))
+    assert d is not None and d.prefix.endswith(b"\n") and ord("a") in d.only_original and not d.only_optimized
+    assert engine_difference(left, parse(WS_RIGHT, "gbnf")) is None
+
+
+def test_the_portable_fixup_gives_llguidance_the_masks_of_a_left_recursive_rule():
+    from gramopt import targets
+    left = parse(WS_LEFT, "gbnf")
+    out = targets.get("portable").apply_fixups(left)
+    assert out.rule("ws") == parse(WS_RIGHT, "gbnf").rule("ws")
+    assert engine_difference(left, out) is None
+
+
 def test_check_agrees_on_equal_grammars():
     g = parse(NESTED, "gbnf")
     assert engine_difference(g, g) is None
