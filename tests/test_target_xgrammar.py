@@ -141,22 +141,6 @@ def test_left_recursion_under_a_leading_optional():
     assert check_equivalence(g, out).ok
 
 
-@pytest.mark.parametrize("text, goal", [
-    ('root ::= "a" ws "b"\nws ::= ws [ ] | ""', 'root ::= "a" ws "b"\nws ::= [ ] ws | ""'),
-    ('root ::= id "=" id\nid ::= id [0-9a-z] | id "_" | [a-z]',
-     'root ::= id "=" id\nid ::= [a-z] id-rest\nid-rest ::= [0-9a-z] id-rest | "_" id-rest | ""'),
-    # not lexical as a star (t is recursive): the star, as without keep_lexemes
-    ('root ::= e\ne ::= e "+" t | t\nt ::= "x" | "(" e ")"', 'root ::= e\ne ::= t ("+" t)*\nt ::= "x" | "(" e ")"'),
-])
-def test_left_recursion_keeps_llguidance_lexemes(text, goal):
-    """keep_lexemes: a rule the star would make one llguidance lexeme is right-recursive
-    (test_target_llguidance: a star lexeme swallows the newline after it)."""
-    g = parse(text + "\n", "gbnf")
-    out, names = remove_left_recursion(g, keep_lexemes=True)
-    assert names and gramopt.write(out, "gbnf").strip() == goal
-    assert check_equivalence(g, out).ok
-
-
 def test_nullable_left_recursive_step_is_left_alone():
     g = parse('root ::= a\na ::= a b | "x"\nb ::= "y"?', "ebnf")
     assert remove_left_recursion(g) == (g, [])

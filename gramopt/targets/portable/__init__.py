@@ -11,10 +11,7 @@
 Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
 
 * **no left recursion**: llama.cpp refuses a left-recursive grammar ("unsupported grammar");
-  ``A ::= A α | β`` becomes ``A ::= β α*`` (``transforms.reshape.left_recursion``: L(A) = β·α*),
-  or right-recursive where the star would make a new lexeme of llguidance's greedy lexer
-  (``ws ::= ws [ \t\n] | ""`` as ``ws ::= [ \t\n] ws | ""``: as a star it swallows the ``"\n"``
-  after it, where the input's parser-level rule did not). The
+  ``A ::= A α | β`` becomes ``A ::= β α*`` (``transforms.reshape.left_recursion``: L(A) = β·α*). The
   extractor emits none for this target (``left_recursion=False``), so the step only finds
   what an input or a skipped e-graph pass left.
 * **repetitions with flat bodies**: xgrammar 0.2.8 lowers a repetition whose body holds a
@@ -51,16 +48,14 @@ from ...transforms.fixpoint import fixpoint
 from ...transforms.registry import remove_redundancy, reshaping
 
 
-def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | None = None,
-                      keep_lexemes: bool = False) -> Grammar:
-    """``g`` with no direct left recursion (``A ::= A α | β`` as ``A ::= β α*``; with
-    ``keep_lexemes``, right-recursive where the star would make a new llguidance lexeme);
-    ``notes`` / ``fired`` collect what was done."""
+def no_left_recursion(g: Grammar, notes: list[str] | None = None, fired: dict | None = None) -> Grammar:
+    """``g`` with no direct left recursion (``A ::= A α | β`` as ``A ::= β α*``); ``notes`` /
+    ``fired`` collect what was done."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
 
     def round_(g: Grammar) -> Grammar:
-        g, names = reshaping("left-recursion")(g, keep_lexemes)  # no names: the same grammar
+        g, names = reshaping("left-recursion")(g)  # no names: the same grammar
         if names:
             fired["left-recursion"] = fired.get("left-recursion", 0) + len(names)
             notes.append(f"left recursion as a star in {', '.join(names[:6])}{' …' if len(names) > 6 else ''}")
@@ -74,13 +69,7 @@ def reduce(g: Grammar) -> Grammar:
     is written as stars (the first fix-up, which the target applies anyway): a helper
     ``H ::= H x | ""`` is a copy of ``x*`` written elsewhere, a duplicate only once it reads so.
     Language-preserving: each step is (its module's argument)."""
-    return remove_redundancy(no_left_recursion(remove_redundancy(g), keep_lexemes=_lexemes_matter(g)))
-
-
-def _lexemes_matter(g: Grammar) -> bool:
-    """Whether llguidance reads ``g``'s lexical rules as lexemes (its GBNF reader; a Lark
-    grammar's lexemes are its terminals, which no rule rewrite makes)."""
-    return not token_atoms(g.dialect)
+    return remove_redundancy(no_left_recursion(remove_redundancy(g)))
 
 
 def _step(g: Grammar, name: str, what: str, notes: list[str], fired: dict, *args) -> Grammar:
@@ -99,7 +88,7 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     ``notes`` / ``fired`` collect what was done, for the pass report."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
-    g = no_left_recursion(g, notes, fired, keep_lexemes=_lexemes_matter(g))
+    g = no_left_recursion(g, notes, fired)
     if not token_atoms(g.dialect):  # bytes and code points: a Lark grammar's lexer is its own
         g = _step(g, "counted-groups", "counted repetitions written out in", notes, fired)
         g = _step(g, "flat-stars", "repetitions written flat in", notes, fired)

@@ -1,18 +1,15 @@
-"""Direct left recursion as a star: ``A ::= A α | β`` → ``A ::= β α*``; or, where the star would
-make a new lexeme of llguidance's greedy lexer, as right recursion: ``A ::= β A′``,
-``A′ ::= α A′ | ε`` (``A ::= α A | ε`` when β is ε alone)."""
+"""Direct left recursion as a star: ``A ::= A α | β`` → ``A ::= β α*``."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ...grammar import Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, seq
-from ...grammar.analysis import lexical_rules, nullable_expr, nullable_rules
-from ...grammar.dialects import dialect_record
-from .common import _alternatives, _fresh
+from ...grammar import Epsilon, Expr, Grammar, Ref, Repeat, Seq, alt, seq
+from ...grammar.analysis import nullable_expr, nullable_rules
+from .common import _alternatives
 
 
-def remove_left_recursion(g: Grammar, keep_lexemes: bool = False) -> tuple[Grammar, list[str]]:
+def remove_left_recursion(g: Grammar) -> tuple[Grammar, list[str]]:
     """``A ::= A α₁ | … | A αₘ | β₁ | … | βₖ`` becomes ``A ::= β₁ (α₁|…|αₘ)* | … | βₖ
     (α₁|…|αₘ)*`` (a leading ``(A x)? y`` counts as ``A x y | y``). Argument: L(A) is the least
     solution of A = A·α ∪ β, which is β·α* (the classic removal of immediate left recursion,
@@ -20,15 +17,7 @@ def remove_left_recursion(g: Grammar, keep_lexemes: bool = False) -> tuple[Gramm
     unguarded or ambiguous loop) or no βⱼ exists are left alone, and so are Lark rules whose
     alternatives carry ``-> alias`` names (the parse tree's node names). Returns the grammar and the
     rules changed. xgrammar parses a left-recursive rule by re-completing it at every item,
-    and its mask cache sees the rule's end after every item; the star form has neither.
-
-    ``keep_lexemes``: a rule the star would make lexical (``analysis.lexical_rules``: all
-    atoms and lexical rules, so llguidance's GBNF reader makes it one greedy lexeme, where the
-    left-recursive rule was read a lexeme per atom) is written right-recursive instead, with the
-    same argument (A′ is the least solution of A′ = α·A′ ∪ ε, which is α*; β·A′ = β·α*), so
-    llguidance lexes it as the input: a star ``ws ::= [ \t\n]*`` before ``"\n"`` swallows the
-    newline, and one named beside an inline ``[ ]*`` loses a branch (``tests/test_target_
-    llguidance.py``)."""
+    and its mask cache sees the rule's end after every item; the star form has neither."""
     nullable = nullable_rules(g)
     changed: list[str] = []
     rules = []
@@ -46,36 +35,7 @@ def remove_left_recursion(g: Grammar, keep_lexemes: bool = False) -> tuple[Gramm
         star = Repeat(alt(*alphas), 0, None)
         rules.append(replace(r, body=alt(*(seq(b, star) for b in betas))))
         changed.append(r.name)
-    if not changed:
-        return g, []
-    out = g.replace_rules(rules)
-    return (_right_recursive(g, out, changed) if keep_lexemes else out), changed
-
-
-def _right_recursive(g: Grammar, stars: Grammar, changed: list[str]) -> Grammar:
-    """``stars`` (``g`` with ``changed`` written as stars) with every rule of ``changed`` that
-    is lexical there written right-recursive from its definition in ``g`` instead."""
-    lexical = lexical_rules(stars) & set(changed)
-    if not lexical:
-        return stars
-    before, taken = g.rule_map, set(stars.names)
-    sep = dialect_record(g.dialect).name_separator
-    rules: list[Rule] = []
-    for r in stars.rules:
-        if r.name not in lexical:
-            rules.append(r)
-            continue
-        alts = [x for a in _alternatives(before[r.name].body) for x in _split_leading_optional(a, r.name)]
-        rec = [_after_left_ref(a, r.name) for a in alts]
-        alphas = [x for x in rec if x is not None]
-        betas = [a for a, x in zip(alts, rec) if x is None]
-        if all(b == Epsilon() for b in betas):  # A = α*: A ::= α A | ε
-            rules.append(replace(r, body=alt(*(seq(a, Ref(r.name)) for a in alphas), Epsilon())))
-            continue
-        rest = _fresh(f"{r.name}{sep}rest", taken)
-        rules.append(replace(r, body=alt(*(seq(b, Ref(rest)) for b in betas))))
-        rules.append(Rule(rest, alt(*(seq(a, Ref(rest)) for a in alphas), Epsilon())))
-    return stars.replace_rules(rules)
+    return (g.replace_rules(rules), changed) if changed else (g, [])
 
 
 def _after_left_ref(e: Expr, name: str) -> Expr | None:
