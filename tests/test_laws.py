@@ -101,6 +101,7 @@ def test_every_ir_pass_has_a_golden_table():
                and p.step.__wrapped__ in GOLDEN}  # (production runs each clean-up behind its memo)
     covered |= {"inline", "cleanup-equivalent-rules"}  # test_inline_law, test_equivalent_rules_law below
     covered |= set(RESHAPE_GOLDEN)  # test_reshape_law below
+    covered |= {"reshape-deep-groups"}  # test_deep_groups_law (no text reads back that deep)
     ir = {name for name, p in PASSES.items() if p.kind in (CLEANUP, INLINE, RESHAPE) and name != "cleanup"}
     assert ir <= covered, ir - covered
 
@@ -147,6 +148,26 @@ RESHAPE_GOLDEN = {  # pass: (start, goal), xgrammar EBNF
                             'root-star ::= "" | "a" root-star\nroot-star-2 ::= "" | "b" root-star-2'),
     "reshape-widest-last": ('root ::= [a-z] | "x" | ""', 'root ::= "" | "x" | [a-z]'),
 }
+
+
+def test_deep_groups_law():
+    """root ::= "a" ("a" ("a" …)?)? 60 levels deep  ⇒  no body deeper than 48: the deepest
+    groups are rules of their own (root-1 …), as the reader lifts them; the language is the
+    same. A body within the bound is left alone."""
+    from gramopt.grammar.expr import MAX_PASS_DEPTH, depth
+    from gramopt.transforms.registry import PASSES
+    from gramopt.verify import check_equivalence
+    body = Epsilon()
+    for _ in range(30):  # each level: a sequence in an optional
+        body = Repeat(seq(a, body), 0, 1)
+    g = Grammar((Rule("root", seq(b, body)),), "root", dialect="gbnf")
+    assert depth(g.rule("root").body) > MAX_PASS_DEPTH
+    out = PASSES["reshape-deep-groups"](g)
+    assert [r.name for r in out.rules][:2] == ["root", "root-1"] and len(out.rules) == 2
+    assert all(depth(r.body) <= MAX_PASS_DEPTH for r in out.rules)
+    assert check_equivalence(g, out).ok
+    shallow = Grammar((Rule("root", seq(b, Repeat(seq(a, Repeat(a, 0, 1)), 0, 1))),), "root", dialect="gbnf")
+    assert PASSES["reshape-deep-groups"](shallow) is shallow
 
 
 @pytest.mark.parametrize("name", sorted(RESHAPE_GOLDEN))

@@ -511,3 +511,19 @@ def test_flat_character_rules_keep_the_language(bodies, lexical_users_only):
     from gramopt.grammar import walk
     stars = lambda h: {x for r in h.rules for x in walk(r.body) if isinstance(x, Repeat) and x.max is None}
     assert {x for x in stars(out) if not flat_atom(x)} <= stars(g)  # only a character rule's own moved
+
+
+def test_a_string_too_deep_once_flat_is_lifted_not_reverted():
+    """The portable fix-up too: ``c`` written flat in the lexical string rule nests llama.cpp's
+    maxLength chain past the passes' bound; its deepest groups become rules (reshape/deep_groups.py),
+    where the whole fix-up used to be thrown away (passes._too_big)."""
+    from gramopt.grammar.expr import MAX_PASS_DEPTH, depth
+    from gramopt.passes import _too_big
+    levels = 23
+    g = parse('root ::= "{" s "}"\ns ::= "\\"" ' + "(c " * levels + ")?" * levels + ' "\\""\n'
+              'c ::= [^"\\\\] | "\\\\" (["nt] | "u" [0-9a-f]{4})\n', "gbnf")
+    out = fixup(g)
+    assert "c" not in out.names and not _too_big(out) and len(out.rules) > 2
+    assert max(depth(r.body) for r in out.rules) <= MAX_PASS_DEPTH
+    assert check_equivalence(g, out).ok
+    assert fixup(out) == out

@@ -119,6 +119,29 @@ def test_star_of_alternation_becomes_a_rule():
     assert check_equivalence(g, out).ok
 
 
+def _max_length_chain(levels: int) -> str:
+    """llama.cpp's converter's string with a maxLength, in the start rule as the inliner
+    leaves a one-property schema: ``"\"" (c (c (c …)?)?)? "\""``."""
+    return ('root ::= "\\"" ' + "(c " * levels + ")?" * levels + ' "\\""\n'
+            'c ::= [^"\\\\] | "\\\\" (["nt] | "u" [0-9a-f]{4})\n')
+
+
+def test_a_string_too_deep_once_flat_is_lifted_not_reverted():
+    """Written flat, ``c`` nests the chain two levels past the passes' bound; the fix-up lifts
+    the deepest groups into rules (reshape/deep_groups.py) instead of being thrown away whole
+    (o13272: 75 ms an xgrammar mask as written, 0.42 ms so). The start rule's own references
+    are written flat too."""
+    from gramopt.grammar.expr import MAX_PASS_DEPTH, depth
+    from gramopt.passes import _too_big
+    g = parse(_max_length_chain(23), "gbnf")
+    assert not _too_big(g)
+    out = fixup(g)
+    assert "c" not in out.names and not _too_big(out)
+    assert max(depth(r.body) for r in out.rules) <= MAX_PASS_DEPTH and len(out.rules) > 1
+    assert check_equivalence(g, out).ok
+    assert fixup(out) == out
+
+
 def test_plus_and_bounded_repetitions_of_a_leaf_rule():
     g = parse('root ::= "<" c+ ">" c{1,3} "."\nc ::= [a-z] | "\\\\" [nt]', "ebnf")
     out, n = lift_star_alternations(g)

@@ -102,6 +102,11 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     # each step can open the way for another (an inlined ws makes its caller small and
     # regular): to a fixpoint, so the pass is idempotent
     g = fixpoint(round_, g, 16)
+    # no body deeper than the passes' bound (the flat characters in a string's maxLength chain),
+    # or the whole pass is reverted (passes._too_big): lifted as the reader lifts them, before
+    # the assertions (a rule with one is pinned, and the new rules get theirs)
+    g, names = reshaping("deep-groups")(g)
+    _count(fired, notes, "xgrammar-deep-groups", names, "groups nested too deep lifted into rules in")
     g, n = reshaping("lookaheads")(g)
     if n:
         fired["xgrammar-lookahead"] = n

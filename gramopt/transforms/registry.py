@@ -36,6 +36,7 @@ from .fixpoint import fixpoint
 from .inline import (INLINE_LEAVES, INLINE_LEXICAL, INLINE_NONE, Budget as InlineBudget, inline_rules, is_leaf,
                      keeps_lexemes)
 from .reshape import (flatten_character_rules, flatten_repetition_bodies, gbnf_rule_names, infer_lookaheads,
+                      lift_deep_groups,
                       inline_small_regular_rules, lift_star_alternations, order_alternatives_widest_last,
                       remove_left_recursion, wrap_referenced_root, write_out_counted_groups,
                       write_repetitions_empty_first)
@@ -291,6 +292,7 @@ RESHAPE_STEPS = (  # (name, step, reads code points: skipped on a grammar with L
     ("counted-groups", write_out_counted_groups, True),
     ("flat-stars", flatten_repetition_bodies, True),
     ("flat-characters", flatten_character_rules, True),
+    ("deep-groups", lift_deep_groups, False),
     ("root-wrapper", wrap_referenced_root, False),
     ("rule-names", gbnf_rule_names, False),
     ("lookaheads", infer_lookaheads, True),

@@ -15,6 +15,7 @@ names, a count) and states its argument in its docstring.
                      (``(c | "\\" e)*`` → ``(c | "\\" a | "\\" b)*``); and a rule of one wide
                      character written flat where it is used (``flatten_character_rules``)
     counted          counted repetitions of a group written out (``G{3,}`` → ``G G G G*``)
+    deep_groups      groups nested deeper than the passes' bound lifted into rules, as the reader does
     empty_first      repetitions as rules whose empty alternative is written first (llama.cpp)
     widest_last      alternatives ordered by the width of their FIRST sets, widest last (llama.cpp)
 
@@ -23,6 +24,7 @@ every target's fix-up (``registry.reshaping``) and the law tests read them from.
 """
 
 from .counted import write_out_counted_groups
+from .deep_groups import lift_deep_groups
 from .empty_first import write_repetitions_empty_first
 from .flat_stars import flatten_character_rules, flatten_repetition_bodies
 from .left_recursion import remove_left_recursion
@@ -34,5 +36,5 @@ from .star_rules import lift_star_alternations
 from .widest_last import order_alternatives_widest_last
 
 __all__ = ["flatten_character_rules", "flatten_repetition_bodies", "gbnf_rule_names", "infer_lookaheads", "inline_small_regular_rules",
-           "lift_star_alternations", "order_alternatives_widest_last", "remove_left_recursion", "wrap_referenced_root",
+           "lift_deep_groups", "lift_star_alternations", "order_alternatives_widest_last", "remove_left_recursion", "wrap_referenced_root",
            "write_out_counted_groups", "write_repetitions_empty_first"]
