@@ -142,6 +142,19 @@ def test_a_string_too_deep_once_flat_is_lifted_not_reverted():
     assert fixup(out) == out
 
 
+def test_a_character_rule_with_too_many_references_stays_a_rule():
+    """Each flat copy is a position xgrammar precomputes masks for (~45 ms of compile a copy):
+    past MAX_FLAT_REFERENCES (a maxLength of 32,767 wrote 33,025) ``c`` stays a rule, every
+    reference to it too (the round's inline-regular would write it as a group in each)."""
+    from gramopt.transforms.reshape.flat_stars import MAX_FLAT_REFERENCES
+
+    def uses(g) -> int:
+        return sum(1 for r in g.rules for x in walk(r.body) if x == Ref("c"))
+    g = parse(_max_length_chain(MAX_FLAT_REFERENCES + 1), "gbnf")
+    assert uses(fixup(g)) == uses(g) == MAX_FLAT_REFERENCES + 1  # neither flat nor inlined as a group
+    assert "c" not in fixup(parse(_max_length_chain(MAX_FLAT_REFERENCES), "gbnf")).names
+
+
 def test_plus_and_bounded_repetitions_of_a_leaf_rule():
     g = parse('root ::= "<" c+ ">" c{1,3} "."\nc ::= [a-z] | "\\\\" [nt]', "ebnf")
     out, n = lift_star_alternations(g)
