@@ -7,6 +7,7 @@ from dataclasses import replace
 from collections import Counter
 
 from ...grammar import Alt, CharClass, Expr, Grammar, Ref, Seq, refs, seq, transform, walk
+from ...costmodels.engine_shapes import wide_class
 from .flat_stars import MAX_FLAT_REFERENCES
 
 
@@ -33,10 +34,10 @@ def inline_small_regular_rules(g: Grammar) -> tuple[Grammar, list[str]]:
     assertion) stays. Never inlined: the start rule, rules named in an assertion, rules a
     directive names (``--keep``), and pinned rules (``Rule.pinned``: any assertion, an engine
     macro such as xgrammar's ``Regex``, which xgrammar runs as its own fast path); nothing is
-    inlined into a pinned rule either; nor a rule with an alternation and a character class
-    referenced more than ``MAX_FLAT_REFERENCES`` times (llama.cpp's ``char`` in a maxLength of
-    32,767: each copy is a position xgrammar precomputes masks for, and o6213's candidate took
-    its compile past 18 GB)."""
+    inlined into a pinned rule either; nor a rule with an alternation and a wide character
+    class (``engine_shapes.wide_class``) referenced more than ``MAX_FLAT_REFERENCES`` times
+    (llama.cpp's ``char`` in a maxLength of 32,767: each copy is a position xgrammar
+    precomputes masks for, and o6213's candidate took its compile past 18 GB)."""
     uses = Counter(x.name for r in g.rules for x in walk(r.body) if isinstance(x, Ref))
     pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
     pinned.update(a for d in g.directives for a in d.args)
@@ -49,7 +50,7 @@ def inline_small_regular_rules(g: Grammar) -> tuple[Grammar, list[str]]:
             if size <= SMALL:
                 small[r.name] = r.body
         elif size <= SMALL_ALT and not (uses[r.name] > MAX_FLAT_REFERENCES
-                                        and any(isinstance(x, CharClass) for x in walk(r.body))):
+                                        and any(isinstance(x, CharClass) and wide_class(x) for x in walk(r.body))):
             inner[r.name] = r.body
     if not small and not inner:
         return g, []
