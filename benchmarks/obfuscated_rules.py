@@ -63,9 +63,10 @@ def clean_masks(obf, clean) -> str:
     PREFIX", or why not checked. Where they differ, an output as small as the clean one must
     change llguidance's masks somewhere, and the judge refuses it (the floor and the mask check
     conflict on that row)."""
+    from gramopt.egraph import Limits
     from gramopt.judge.masks import EngineCheck, NotChecked
     try:
-        d = EngineCheck("llguidance", obf, 600).difference(clean)
+        d = EngineCheck("llguidance", obf, Limits().engine_check_steps).difference(clean)
     except NotChecked as e:
         return f"not checked: {e}"
     return "same" if d is None else f"differ after {d.prefix[-24:]!r}"

@@ -14,6 +14,7 @@ helper rules of the canonical BNF never show up in a finding.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from .expr import (Alt, CharClass, Epsilon, Expr, Literal, Ref, Regex, Repeat, Seq, Terminal,
@@ -291,6 +292,11 @@ def recursive_references(grammar: Grammar) -> int:
 
 def _ref_occurrences(e: Expr) -> list[str]:
     return [x.name for x in walk(e) if isinstance(x, Ref)]
+
+
+def reference_counts(grammar: Grammar) -> Counter:
+    """How many references (occurrences, in rule bodies) name each rule."""
+    return Counter(n for r in grammar.rules for n in _ref_occurrences(r.body))
 
 
 def inlined_depth(grammar: Grammar) -> int:

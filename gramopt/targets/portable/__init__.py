@@ -31,8 +31,8 @@ Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
 * **groups nested too deep lifted into rules**: the flat characters nest llama.cpp's converter's
   ``char (char (char …)?)?`` two levels deeper than the reader's bound, and a pass whose output
   is deeper is thrown away whole (``passes._too_big``); lifted as the reader lifts them
-  (``transforms.reshape.deep_groups``), xgrammar took 0.42 ms a mask inside o13272's string,
-  75 ms as written.
+  (``transforms.reshape.deep_groups``), xgrammar's p95 inside o13272's string went from 89 to
+  1.3 ms a mask (``benchmarks/results/deep-groups-2026-11-28``).
 * **a root that delegates**: xgrammar 0.2.8 computes wrong masks for a start rule that a rule
   references (``root ::= "a" root "b" | ""`` misses ``bb`` after ``aaaaaaaa``); such a root
   becomes ``root ::= root-rec`` with ``root-rec`` holding the body (``transforms.reshape.root_wrapper``). A root no rule

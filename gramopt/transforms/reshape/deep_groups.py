@@ -6,8 +6,9 @@ alternation where ``char`` was, two levels below it, and llama.cpp's converter w
 string's ``maxLength`` as ``char (char (char …)?)?`` as deep as the reader allows (48). The
 passes never keep a body deeper than ``MAX_PASS_DEPTH`` (``passes._too_big`` reverts the whole
 pass), so the xgrammar target's fix-up was thrown away on such strings, and with it the flat
-characters: xgrammar 0.2.8 took 73-81 ms a Qwen mask inside o13272's 64-character string as
-written, 0.42-0.48 ms with ``char`` flat and the nest lifted at the bound.
+characters: xgrammar 0.2.8's p95 along o13272's valid instance went from 89 ms a Qwen mask as
+written to 1.3 ms with ``char`` flat and the nest lifted at the bound
+(``benchmarks/results/deep-groups-2026-11-28``).
 
 Argument: a rule means its body, so replacing a subexpression by a reference to a fresh rule
 whose body it is leaves every rule's language unchanged (the reader's own lift).

@@ -4,14 +4,13 @@ and a rule of one wide character written flat where it is used outside a repetit
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
 from typing import Callable
 from itertools import product
 
 from ...costmodels.engine_shapes import flat_atom, flat_body, one_character, one_character_rules, wide_class
 from ...grammar import Alt, CharClass, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, refs, seq, transform, walk
-from ...grammar.analysis import lexical_rules
+from ...grammar.analysis import lexical_rules, reference_counts
 from ..fixpoint import fixpoint
 
 MAX_ALTERNATIVES = 16  # alternatives of a flattened repetition body (JSON's string: 3)
@@ -112,7 +111,7 @@ def flatten_character_rules(g: Grammar, lexical_users_only: bool = False) -> tup
 def _flat_characters_once(g: Grammar, lexical_users_only: bool) -> tuple[Grammar, list[str]]:
     """One round of ``flatten_character_rules``."""
     pinned, ones, leaves = _readable(g)
-    uses = Counter(x.name for r in g.rules for x in walk(r.body) if isinstance(x, Ref))
+    uses = reference_counts(g)
     flat: dict[str, Expr] = {}
     for name, body in leaves.items():
         alts = _alternatives(body, leaves) if name in ones and not flat_atom(body) else None

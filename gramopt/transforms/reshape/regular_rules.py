@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from collections import Counter
-
-from ...grammar import Alt, CharClass, Expr, Grammar, Ref, Seq, refs, seq, transform, walk
 from ...costmodels.engine_shapes import wide_class
+from ...grammar import Alt, CharClass, Expr, Grammar, Ref, Seq, refs, seq, transform, walk
+from ...grammar.analysis import reference_counts
 from .flat_stars import MAX_FLAT_REFERENCES
 
 
@@ -38,7 +37,7 @@ def inline_small_regular_rules(g: Grammar) -> tuple[Grammar, list[str]]:
     class (``engine_shapes.wide_class``) referenced more than ``MAX_FLAT_REFERENCES`` times
     (llama.cpp's ``char`` in a maxLength of 32,767: each copy is a position xgrammar
     precomputes masks for, and o6213's candidate took its compile past 18 GB)."""
-    uses = Counter(x.name for r in g.rules for x in walk(r.body) if isinstance(x, Ref))
+    uses = reference_counts(g)
     pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
     pinned.update(a for d in g.directives for a in d.args)
     small, inner = {}, {}
