@@ -276,6 +276,13 @@ def recursive_rules(grammar: Grammar) -> set[str]:
     return {n for comp in _cyclic({r.name: _refs_in(r.body) for r in grammar.rules}) for n in comp}
 
 
+def cyclic_components(grammar: Grammar) -> dict[str, frozenset[str]]:
+    """Each rule of a cyclic strongly connected component (one Tarjan pass), mapped to its
+    component; a rule on no cycle is absent."""
+    graph = {r.name: _refs_in(r.body) for r in grammar.rules}
+    return {n: comp for c in _cyclic(graph) for comp in (frozenset(c),) for n in c}
+
+
 def recursive_references(grammar: Grammar) -> int:
     """How many references (occurrences, in rule bodies) point into their own rule's
     strongly connected component: the recursions an engine must run as rule calls rather

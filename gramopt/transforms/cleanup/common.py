@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Sequence
 
-from ...grammar import Alt, Expr, Grammar, Rule, alt, refs
-from ...grammar.analysis import nullable_expr, nullable_rules
+from ...grammar import Alt, Expr, Grammar, Rule, alt
+from ...grammar.analysis import cyclic_components, nullable_expr, nullable_rules
 from ...grammar.dialects import token_atoms
 
 __all__ = ["is_lark", "map_rules", "map_bodies", "alternatives", "has_aliases", "keep_alternatives",
-           "nullable_expr", "safe_nullable"]
+           "nullable_expr", "safe_nullable", "Trusted"]
 
 
 def is_lark(grammar: Grammar) -> bool:
@@ -74,8 +74,23 @@ def keep_alternatives(rule: Rule, new_items: Sequence[Expr | None]) -> Rule:
     return replace(rule, body=body, aliases=aliases)
 
 
-def safe_nullable(grammar: Grammar) -> dict[str, set[str]]:
-    """Per rule R, the nullable rules whose nullability does not depend on R.
+class Trusted:
+    """The nullable rules a rewrite inside one rule R may trust: ``b in trusted`` holds when b
+    is nullable and outside R's strongly connected component (a set in all but name: the
+    rewrites only ask ``in``)."""
+
+    __slots__ = ("nullable", "component")
+
+    def __init__(self, nullable: set[str], component: frozenset[str]):
+        self.nullable, self.component = nullable, component
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.nullable and name not in self.component
+
+
+def safe_nullable(grammar: Grammar) -> dict[str, Trusted]:
+    """Per rule R, the nullable rules whose nullability does not depend on R, as asked of
+    the rules R's body references.
 
     A rewrite that removes an ε-witness on the strength of "x is nullable" (``x? --> x``,
     ``"" | x --> x``) is unsound when x is nullable only *through* that witness:
@@ -85,28 +100,12 @@ def safe_nullable(grammar: Grammar) -> dict[str, set[str]]:
     (they count as not nullable). With that, every such rewrite replaces an expression by
     one with the same language for *every* language the rules of R's component might have,
     so the least fixpoint of the rule equations, hence L(G), is unchanged.
+
+    Cost: R reaches every rule its body references, so such a rule B reaches R exactly when
+    both lie in one strongly connected component; one Tarjan pass answers every question
+    (a reach per nullable rule was quadratic on long chains of optional rules, as llama.cpp's
+    converter writes a ``maxLength``).
     """
     nullable = nullable_rules(grammar)
-    bodies = grammar.bodies()
-    graph: dict[str, list[str]] = {}  # the references of the rules a nullable rule reaches
-
-    def refs_of(name: str) -> list[str]:
-        out = graph.get(name)
-        if out is None:
-            out = graph[name] = refs(bodies[name])
-        return out
-
-    reach: dict[str, set[str]] = {}
-    for name in nullable:  # (only a nullable rule's reach is read below)
-        if name not in bodies:
-            continue
-        seen: set[str] = set()
-        stack = list(refs_of(name))
-        while stack:
-            n = stack.pop()
-            if n not in seen and n in bodies:
-                seen.add(n)
-                stack.extend(refs_of(n))
-        reach[name] = seen
-    return {name: {b for b in nullable if b != name and name not in reach.get(b, ())}
-            for name in bodies}
+    component = cyclic_components(grammar)
+    return {r.name: Trusted(nullable, component.get(r.name) or frozenset((r.name,))) for r in grammar.rules}
