@@ -211,23 +211,29 @@ class Loader:
         """(compiled, how): the engine's compiled grammar; raises EngineError when refused."""
         from gramopt.engines import EngineError
         from gramopt.formats import parse, write
+        from gramopt.grammar import GrammarError
         eng = self.adapters[engine]
         if engine == "xgrammar":
             from gramopt.engines.xgrammar import _compile_text
-            how = "as written" if dialect == "ebnf" else "GBNF as gramopt's EBNF"
-            src = text if dialect == "ebnf" else write(parse(text, dialect), "ebnf")
-            try:
+            how = "as written" if dialect == "ebnf" else f"{dialect.upper()} as gramopt's EBNF"
+            try:  # a text gramopt cannot write as EBNF (Lark terminals) is one xgrammar is not given
+                src = text if dialect == "ebnf" else write(parse(text, dialect), "ebnf")
                 return _compile_text(src, self.env.vocab), how
             except Exception as e:  # noqa: BLE001
                 raise EngineError(f"xgrammar: {str(e).splitlines()[0][:120]}") from None
         if engine == "llguidance":
             import llguidance as llg
-            tries = [(text, "as written")] if dialect == "gbnf" else []
-            tries.append((write(parse(text, dialect), "gbnf"), "as gramopt's GBNF"))
+            tries = [(text, "as written")] if dialect in ("gbnf", "lark") else []
+            try:
+                tries.append((write(parse(text, dialect), "gbnf"), "as gramopt's GBNF"))
+            except GrammarError as e:
+                if not tries:
+                    raise EngineError(f"llguidance: {str(e).splitlines()[0][:120]}") from None
             why = ""
             for src, how in tries:
+                kind = "lark" if how == "as written" and dialect == "lark" else "gbnf"
                 try:  # llguidance's Python GBNF reader raises (a RecursionError on deep nesting)
-                    m = llg.LLMatcher(eng._tok(), llg.grammar_from("gbnf", src), log_level=0)
+                    m = llg.LLMatcher(eng._tok(), llg.grammar_from(kind, src), log_level=0)
                 except Exception as e:  # noqa: BLE001 - an engine refusing the input is a result
                     why = str(e).strip().splitlines()[0][:120]
                     continue
@@ -236,7 +242,10 @@ class Loader:
                 why = m.get_error().strip().splitlines()[0][:120]
             raise EngineError(f"llguidance: {why}")
         from gramopt.engines.llamacpp import LlamaCppError, LlamaGrammar
-        src = text if dialect == "gbnf" else write(parse(text, dialect), "gbnf")
+        try:
+            src = text if dialect == "gbnf" else write(parse(text, dialect), "gbnf")
+        except GrammarError as e:
+            raise EngineError(f"llama.cpp: {str(e).splitlines()[0][:120]}") from None
         try:
             return LlamaGrammar.compile(src, self.env.vocab), "as written" if dialect == "gbnf" else "as gramopt's GBNF"
         except LlamaCppError as e:
@@ -372,7 +381,7 @@ def measure_engines(loader, item: dict, tests: list, engines, repeats: int, max_
     stepped, with one timed repeat (the row says so: ``instances``)."""
     out = {}
     src, dst = item["src"], item["out"]
-    dialect = {"ebnf": "ebnf", "gbnf": "gbnf"}
+    dialect = {"ebnf": "ebnf", "gbnf": "gbnf", "lark": "lark"}
     text_a = open(src, encoding="utf-8").read()
     text_b = open(dst, encoding="utf-8").read()
     da, db = dialect[src.rsplit(".", 1)[1]], dialect[dst.rsplit(".", 1)[1]]
