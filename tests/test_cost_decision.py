@@ -12,6 +12,7 @@ import pytest
 
 from gramopt.costmodels import predict
 from gramopt.costmodels.predict import FEATURES, DecisionModel, difference, features, fit
+from gramopt import formats
 from gramopt.formats import parse, read
 from gramopt.targets.guard import GUARD, SLOWER, PredictedGuard, without_redundancy
 
@@ -105,6 +106,28 @@ def test_guard_rejects_a_predicted_slowdown_and_needs_a_gain(tmp_path):
             DecisionModel(e, dict.fromkeys(FEATURES, 0.0), {"half": "fit"}).to_json(), encoding="utf-8")
     predict._CACHE.clear()
     assert guard.worse(ref, wide, named) is None
+    predict._CACHE.clear()
+
+
+def test_an_engine_that_cannot_read_the_input_is_not_asked(tmp_path):
+    """A Lark grammar with a lexer of its own reaches neither xgrammar nor llama.cpp
+    (``formats.engine_reads``): a slowdown predicted there vetoes nothing; llguidance's does."""
+    lexer = parse('start: "a" | "b" | NUM\nNUM: /[0-9]+/\n', "lark")
+    wide = parse('start: "a" | "b" | "c" "d" | "e" | NUM\nNUM: /[0-9]+/\n', "lark")
+    plain = parse('start: "a" | "b"\n', "lark")  # no lexer of its own: written as GBNF, every engine reads it
+    assert [formats.engine_reads(e, lexer) for e in predict.ENGINES] == [e == "llguidance" for e in predict.ENGINES]
+    assert all(formats.engine_reads(e, plain) for e in predict.ENGINES)
+    named = {e: str(tmp_path) for e in predict.ENGINES}
+    for slow in ("llama.cpp", "xgrammar", "llguidance"):
+        for e in predict.ENGINES:
+            w = dict.fromkeys(FEATURES, 0.0)
+            w["alternatives"] = 1.0 if e == slow else -0.01
+            (tmp_path / f"decision-{e}.json").write_text(DecisionModel(e, w, {"half": "fit"}).to_json(),
+                                                          encoding="utf-8")
+        predict._CACHE.clear()
+        why = PredictedGuard().worse(lexer, wide, named)
+        assert (why is None) == (slow != "llguidance"), (slow, why)
+        assert why is None or why.startswith("predicted slower than the input in llguidance (")
     predict._CACHE.clear()
 
 

@@ -71,6 +71,27 @@ def check_writable(grammar: Grammar, dialect: str) -> None:
         raise GrammarError(f"{label} {why}", pos)
 
 
+ENGINE_DIALECTS = {"xgrammar": EBNF, "llama.cpp": GBNF}
+"""The dialect gramopt hands each engine a grammar in (llguidance: any, Lark as Lark)."""
+
+
+def engine_reads(engine: str, grammar: Grammar) -> bool:
+    """Whether gramopt can hand ``grammar`` to ``engine`` at all: llguidance reads a Lark
+    grammar as Lark and any other as GBNF; xgrammar and llama.cpp read no Lark grammar whose
+    lexer (terminals, regexps, directives) gramopt cannot write in their dialect
+    (:func:`check_writable`). Known before any work (every pass keeps terminals and
+    directives), so a target leaves such an engine out of its decisions: its fix-ups, its
+    cost predictions and its engine check serve the engines that can load the output."""
+    dialect = ENGINE_DIALECTS.get(engine)
+    if dialect is None:
+        return True
+    try:
+        check_writable(grammar, dialect)
+    except GrammarError:
+        return False
+    return True
+
+
 def _first_lexer_item(grammar: Grammar):
     """(label, position) of the first Lark lexer construct of ``grammar`` in source order:
     a terminal definition, a directive, or a terminal / regexp used in a rule; None."""

@@ -46,7 +46,7 @@ from ..costmodels.calibration import engine_node_weights
 from ..costmodels.engine_shapes import (CLEAR_GAIN, ENGINE_SHAPES, LOWERED_STAR_ENGINES, UNBOUNDED_ENGINES,
                                         clearly_better_for, engine_costs, lowered_repetitions, unbounded_rules, worse_for)
 from ..costmodels.predict import ENGINES, DecisionModel, features
-from ..formats import dialect_record
+from ..formats import dialect_record, engine_reads
 from ..grammar import Grammar
 from ..transforms.reshape.derived_lookaheads import keep_derived_lookaheads
 from .portable import fixup as portable_fixup, reduce as portable_reduce
@@ -122,7 +122,7 @@ def without_redundancy(g: Grammar) -> Grammar:
     target's fix-ups, and with the lookaheads xgrammar derives for ``g``'s rules kept
     (``keep_derived_lookaheads``) — what it keeps when an output is rejected."""
     reduced = portable_fixup(portable_reduce(g))
-    if reduced == g:
+    if reduced == g or not engine_reads("xgrammar", reduced):
         return reduced
     return keep_derived_lookaheads(g, reduced, dialect_record(reduced.dialect).name_separator)[0]
 
@@ -141,7 +141,9 @@ class PredictedGuard:
     ``baseline(original)``; the predictions are each engine's decision model
     (``costmodels.predict``: fitted on measured JSONSchemaBench pairs; ``models`` may name a
     folder of ``decision-ENGINE.json`` in place of the shipped ones). A candidate that is the
-    reference is kept as it is."""
+    reference is kept as it is. An engine gramopt cannot hand the input to at all (xgrammar and
+    llama.cpp: a Lark grammar with a lexer of its own, ``formats.engine_reads``) is not asked:
+    it will not run the output either."""
 
     def __init__(self, engines: tuple[str, ...] = ENGINES, baseline: Callable[[Grammar], Grammar] | None = None,
                  against: str = "the input", name: str = "no-slower"):
@@ -165,7 +167,8 @@ class PredictedGuard:
 
     def worse(self, original: Grammar, candidate: Grammar, models: dict | None = None) -> str | None:
         ref = self.baseline(original) if self.baseline is not None else original
-        if candidate == ref:
+        engines = [e for e in self.engines if engine_reads(e, original)]  # none else gets the output
+        if candidate == ref or not engines:
             return None
         ms, a, b = self.models(models), features(ref), features(candidate)
         pred = _ratios(ms, a, b)
@@ -174,13 +177,13 @@ class PredictedGuard:
         lowered = _lowered_stars(ref, candidate)
         known -= unbounded | lowered
         noise = {e: max(SLOWER, m.noise) for e, m in ms.items()}
-        slower = ([e for e in self.engines if e in known and pred[e] > noise[e]]
-                  + sorted(lowered & set(self.engines)))
+        slower = ([e for e in engines if e in known and pred[e] > noise[e]]
+                  + sorted(lowered & set(engines)))
         shown = ", ".join(f"{e} {pred[e]:.2f}×" if e in known else
                           f"{e}: the reference's self-concatenation is unbounded there" if e in unbounded else
                           f"{e}: more repetitions it lowers into helper rules ending inside nearly every token"
                           if e in lowered else
-                          f"{e} outside its model's data" for e in self.engines)
+                          f"{e} outside its model's data" for e in engines)
         if slower:
             return f"predicted slower than {self.against} in {', '.join(slower)} ({shown})"
         return None

@@ -13,7 +13,9 @@ Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
 * **no left recursion**: llama.cpp refuses a left-recursive grammar ("unsupported grammar");
   ``A ::= A α | β`` becomes ``A ::= β α*`` (``transforms.reshape.left_recursion``: L(A) = β·α*). The
   extractor emits none for this target (``left_recursion=False``), so the step only finds
-  what an input or a skipped e-graph pass left.
+  what an input or a skipped e-graph pass left. Not in a Lark grammar with a lexer of its
+  own, which llama.cpp never gets (``formats.engine_reads``); llguidance's Earley parser
+  takes left recursion as it is.
 * **repetitions with flat bodies**: xgrammar 0.2.8 lowers a repetition whose body holds a
   rule reference or a nested group (``"\"" ([^"\\] | "\\" e)* "\""``, a JSON string as the
   e-graph or llama.cpp's converter writes it) into helper rules, ~62-89 ms a Qwen mask inside
@@ -36,7 +38,8 @@ Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
 * **a root that delegates**: xgrammar 0.2.8 computes wrong masks for a start rule that a rule
   references (``root ::= "a" root "b" | ""`` misses ``bb`` after ``aaaaaaaa``); such a root
   becomes ``root ::= root-rec`` with ``root-rec`` holding the body (``transforms.reshape.root_wrapper``). A root no rule
-  references (``root ::= item+``) is left as it is.
+  references (``root ::= item+``) is left as it is, and so is the root of a Lark grammar with a
+  lexer of its own, which xgrammar never gets (``formats.engine_reads``).
 * **rule names llama.cpp reads**: its parser takes ``[A-Za-z0-9-]`` only and refuses
   ``select_statement``; a GBNF grammar's other characters become ``-``
   (``transforms.reshape.rule_names``, a renaming).
@@ -46,7 +49,7 @@ Both are language-preserving (each step's module states its argument) and idempo
 
 from __future__ import annotations
 
-from ...formats import dialect_record
+from ...formats import dialect_record, engine_reads
 from ...grammar.dialects import token_atoms
 from ...grammar import Grammar
 from ...transforms.fixpoint import fixpoint
@@ -93,7 +96,8 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     ``notes`` / ``fired`` collect what was done, for the pass report."""
     notes = [] if notes is None else notes
     fired = {} if fired is None else fired
-    g = no_left_recursion(g, notes, fired)
+    if engine_reads("llama.cpp", g):  # (a Lark grammar with a lexer of its own never reaches llama.cpp)
+        g = no_left_recursion(g, notes, fired)
     if not token_atoms(g.dialect):  # bytes and code points: a Lark grammar's lexer is its own
         g = _step(g, "counted-groups", "counted repetitions written out in", notes, fired)
         g = _step(g, "flat-stars", "repetitions written flat in", notes, fired)
@@ -102,7 +106,9 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
         # ... where that nests a string's maxLength chain past the passes' bound: lifted into rules
         g = _step(g, "deep-groups", "groups nested too deep lifted into rules in", notes, fired)
     # '-' where GBNF and xgrammar EBNF are written: llama.cpp's rule names have no '_'
-    g, wrapped = reshaping("root-wrapper")(g, dialect_record(g.dialect).name_separator)
+    wrapped = None
+    if engine_reads("xgrammar", g):  # (xgrammar's mask bug; it never gets a Lark lexer grammar)
+        g, wrapped = reshaping("root-wrapper")(g, dialect_record(g.dialect).name_separator)
     if wrapped:
         fired["portable-root-wrapper"] = fired.get("portable-root-wrapper", 0) + 1
         notes.append(f"portable: root delegates to {wrapped}")
