@@ -473,7 +473,7 @@ def test_a_lark_grammar_no_engine_but_llguidance_reads_keeps_its_left_recursion(
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 from examples import examples  # noqa: E402
-from gramopt.grammar import CharClass, Epsilon, Grammar, Literal, Repeat, Rule, alt, seq  # noqa: E402
+from gramopt.grammar import CharClass, Epsilon, Grammar, Literal, Repeat, Rule, alt, refs, seq  # noqa: E402
 from gramopt.transforms.reshape import flatten_repetition_bodies  # noqa: E402
 
 
@@ -503,6 +503,30 @@ def test_flat_repetition_bodies_keep_the_language(bodies):
     assert flatten_repetition_bodies(out)[0] == out
     assert bool(done) == (out != g)
 
+
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.tuples(_flat_exprs(2, ("B",)), _flat_exprs(2, ()), _flat_exprs(1, ("A",))))
+def test_flat_repetition_bodies_read_leaves_through_leaves(bodies):
+    """``S``'s stars reference ``B``, which references the leaf ``A`` (a hand-written JSON
+    string: ``characters ::= character*``, ``character ::= [^"\\] | "\\" escape``): read
+    through both, the language is the input's, a second run changes nothing, and a rule read
+    through that nothing references any more is gone."""
+    rules = [Rule(n, b) for n, b in zip(["S", "A", "B"], bodies)]
+    g = Grammar((Rule("R", Ref("S")), *rules), "R")
+    out, done = flatten_repetition_bodies(g)
+    assert check_equivalence(g, out).ok, (g, out)
+    assert flatten_repetition_bodies(out)[0] == out
+    assert bool(done) == (out != g)
+    unused = lambda h: {r.name for r in h.rules} - {n for r in h.rules for n in refs(r.body)} - {"R"}  # noqa: E731
+    assert unused(out) <= unused(g)  # what was read through and is no longer referenced is gone
+
+
+def test_a_hand_written_json_string_is_read_flat_through_its_named_rules():
+    g = parse('root ::= "\\"" characters "\\""\ncharacters ::= character*\n'
+              'character ::= [^"\\\\] | "\\\\" escape\nescape ::= ["\\\\/bfnrt] | "u" [0-9a-f] [0-9a-f]\n', "gbnf")
+    out, done = flatten_repetition_bodies(g)
+    assert done == ["characters"] and [r.name for r in out.rules] == ["root", "characters"]
+    assert check_equivalence(g, out).ok
 
 
 @settings(max_examples=examples(80), deadline=None, suppress_health_check=list(HealthCheck))

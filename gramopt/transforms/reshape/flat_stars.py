@@ -31,8 +31,8 @@ def flatten_repetition_bodies(g: Grammar) -> tuple[Grammar, list[str]]:
     the alternatives that are one wide class written last. Not in the start rule. Returns the
     grammar and the rules rewritten. A leaf rule with no reference left is dropped.
 
-    Argument: a leaf rule (no reference in its body) is not recursive, so its body may stand
-    for a reference to it; concatenation distributes over union (x·(a ∪ b)·y = x·a·y ∪ x·b·y),
+    Argument: a leaf rule (no reference in its body but to leaf rules, ``_readable``) is not
+    recursive, so its body may stand for a reference to it; concatenation distributes over union (x·(a ∪ b)·y = x·a·y ∪ x·b·y),
     and a union of the same sequences in any grouping and any order is the same set. So the
     body's language, and the repetition's, is unchanged. Only bodies that flatten within
     ``MAX_ALTERNATIVES`` with no empty alternative are rewritten (an empty alternative under
@@ -153,21 +153,39 @@ def _rewritten(g: Grammar, body: Callable[[Rule], Expr], pinned: set, read: dict
             done.append(r.name)
     if not done:
         return g, []
-    used = {n for b in bodies.values() for n in refs(b)} | pinned | {g.start}
-    gone = {n for n in read if n not in used and any(n in refs(r.body) for r in g.rules)}
+    referenced = {n for r in g.rules for n in refs(r.body)}
+    gone: set[str] = set()
+    while True:  # a leaf read through may be the only user of another (character -> escape)
+        used = {n for k, b in bodies.items() if k not in gone for n in refs(b)} | pinned | {g.start}
+        more = {n for n in read if n not in used and n in referenced} - gone
+        if not more:
+            break
+        gone |= more
     return g.replace_rules(replace(r, body=bodies[r.name]) for r in g.rules if r.name not in gone), done
 
 
 def _readable(g: Grammar) -> tuple[set, frozenset, dict[str, Expr]]:
     """(the rules an assertion or directive names, the rules that may derive one wide
-    character, the leaf rules that may be read through: no reference in the body, not the
-    start, not pinned or named, at most ``MAX_LEAF`` nodes)."""
+    character, the leaf rules that may be read through: not the start, not pinned or named,
+    each reference in the body to a leaf rule, at most ``MAX_LEAF`` nodes with the leaves it
+    references read through). A leaf is so not recursive: the leaves are added in rounds,
+    each rule once all it references is in (``character ::= [^"\\] | "\\" escape`` with
+    ``escape`` a leaf, as a hand-written JSON grammar names them)."""
     pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
     pinned.update(a for d in g.directives for a in d.args)
-    leaves = {r.name: r.body for r in g.rules
-              if r.name != g.start and r.name not in pinned and not r.pinned and not refs(r.body)
-              and sum(1 for _ in walk(r.body)) <= MAX_LEAF}
-    return pinned, one_character_rules(g.bodies()), leaves
+    todo = {r.name: (r.body, refs(r.body), sum(1 for _ in walk(r.body))) for r in g.rules
+            if r.name != g.start and r.name not in pinned and not r.pinned}
+    leaves: dict[str, Expr] = {}
+    size: dict[str, int] = {}
+    while True:
+        ready = [n for n, (_, rs, _) in todo.items() if all(x in leaves for x in rs)]
+        for n in ready:
+            body, rs, nodes = todo.pop(n)
+            total = nodes + sum(size[x] - 1 for x in rs)  # each reference node stands for the leaf's body
+            if total <= MAX_LEAF:
+                leaves[n], size[n] = body, total
+        if not ready:
+            return pinned, one_character_rules(g.bodies()), leaves
 
 
 def _written_flat(alts: list[tuple[Expr, ...]]) -> Expr:
