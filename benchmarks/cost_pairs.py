@@ -93,15 +93,16 @@ def _slow_masks(loader, engine, forms, tests) -> bool:
     form of Github_medium---o6213: the first mask fast, a run stepping it for 20 minutes)."""
     if not tests:
         return False
-    toks = loader.env.tokenizer.encode(json.dumps(tests[0][0], ensure_ascii=False))[:PROBE_TOKENS]
+    toks = loader.env.tokenizer.encode(tests[0])[:PROBE_TOKENS]
     times, _, _ = step(loader, engine, forms, toks, None, 0)
     return any(t > SLOW_MASK for xs in times for t in xs)
 
 
 def time_forms(loader, engine, texts: list[tuple[str, str]], tests, repeats, max_tokens, slow_instances,
                slow_tokens) -> dict:
-    """Per form (and the A/A copy, last): per-mask p50/p95 in µs along ``tests``; forms that do
-    not load are reported as errors. ``texts``: (text, dialect), the input first."""
+    """Per form (and the A/A copy, last): per-mask p50/p95 in µs along ``tests`` (texts the
+    input accepts); forms that do not load are reported as errors. ``texts``: (text, dialect),
+    the input first."""
     from gramopt.engines import EngineError
     compiled, errors = [], {}
     for i, (text, dialect) in enumerate(texts):
@@ -130,8 +131,8 @@ def time_forms(loader, engine, texts: list[tuple[str, str]], tests, repeats, max
     eos = loader.env.vocab.eos_ids[0]
     per = [[] for _ in forms]
     diffs = {}
-    for data, _valid in tests:
-        toks = loader.env.tokenizer.encode(json.dumps(data, ensure_ascii=False))
+    for text in tests:
+        toks = loader.env.tokenizer.encode(text)
         cut = len(toks) > max_tokens
         toks = toks[:max_tokens]
         for k in range(2, len(forms) if not slow else 2):  # mask equality per candidate (fast engines)
@@ -162,7 +163,7 @@ def measure_schema(loader, path: str, converter: str, engines, a) -> dict | None
     from gramopt.formats import parse, write
     from gramopt.grammar import GrammarError
     sch = load_schemas(path)[0]
-    tests = [t for t in sch.tests if t[1]][: a.max_instances]
+    tests = [json.dumps(d, ensure_ascii=False) for d, ok in sch.tests if ok][: a.max_instances]
     name = os.path.basename(path)
     row = {"schema": name, "split": split_of(name), "converter": converter + ("+schema" if a.schema_form else "")}
     if not tests:
@@ -190,6 +191,42 @@ def measure_schema(loader, path: str, converter: str, engines, a) -> dict | None
             continue
         seen.add(t)
         forms.append((label, t, d))
+    return _timed(loader, row, forms, tests, engines, a)
+
+
+def measure_grammar(loader, path: str, engines, a) -> dict | None:
+    """The row of a grammar file with samples beside it (``real_grammars.samples``), as
+    ``measure_schema``'s: the input as written and the forms the default target may write, in
+    the input's dialect; ``converter`` is the dialect."""
+    from real_grammars import samples
+    from gramopt.formats import parse, write
+    from gramopt.grammar import GrammarError
+    name = os.path.basename(path)
+    dialect = name.rsplit(".", 1)[1]
+    tests = [t for t, _ in samples(path)][: a.max_instances]
+    row = {"schema": name, "split": "eval", "converter": dialect}
+    if not tests:
+        return None
+    text = open(path, encoding="utf-8").read()
+    try:
+        g = parse(text, dialect)
+    except GrammarError as e:
+        row["error"] = str(e).splitlines()[0][:160]
+        return row
+    forms, seen = [("input", text, dialect)], {text}
+    for label, cand in candidate_forms(g).items():
+        try:
+            t = write(cand, dialect)
+        except GrammarError:
+            continue
+        if cand != g and t not in seen:
+            seen.add(t)
+            forms.append((label, t, dialect))
+    return _timed(loader, row, forms, tests, engines, a)
+
+
+def _timed(loader, row: dict, forms: list, tests: list[str], engines, a) -> dict:
+    """``row`` with its forms' texts and each engine's ``time_forms`` of them."""
     row["forms"] = [{"label": lb, "dialect": d, "text": t} for lb, t, d in forms]
     row["engines"] = {}
     if len(forms) == 1:
@@ -235,6 +272,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "cost-model-2026-11-27"))
     ap.add_argument("--summary", default="")
+    ap.add_argument("--grammars", default="",
+                    help="a folder of grammar files with their samples (gbnf/, ebnf/, lark/: "
+                         "benchmarks/data/grammars-heldout) in place of the schemas; rows are split 'eval'")
     ap.add_argument("--schema-form", action="store_true",
                     help="the forms of the schema as `gramopt optimize SCHEMA.json` reads and writes it (the default "
                          "target's schema dialect, GBNF: lookaheads dropped before optimizing); the input stays the "
@@ -247,6 +287,9 @@ def main(argv=None) -> int:
     from gramopt.runtime import Vocab
     loader = Loader(Env.create(Vocab.qwen()))
     engines = [e for e in a.engines.split(",") if e in loader.adapters]
+    if a.grammars:
+        from real_grammars import grammar_files
+        return _run_grammars(loader, grammar_files(a.grammars, []), engines, a)
     paths = sorted(glob.glob(os.path.join(a.data, "*.json")))[a.offset:: a.every]
     if a.split:
         paths = [p for p in paths if split_of(os.path.basename(p)) == a.split]
@@ -268,6 +311,25 @@ def main(argv=None) -> int:
                     fh.write(json.dumps(row) + "\n")
                     fh.flush()
             print(f"\r{i + 1}/{len(paths)} schemas, {time.perf_counter() - t0:.0f} s", end="", file=sys.stderr,
+                  flush=True)
+    print(file=sys.stderr)
+    print(summarize([json.loads(x) for x in open(dst, encoding="utf-8")]))
+    return 0
+
+
+def _run_grammars(loader, paths: list[str], engines, a) -> int:
+    os.makedirs(a.out, exist_ok=True)
+    dst = os.path.join(a.out, "forms.jsonl")
+    done = {r["schema"] for r in map(json.loads, open(dst, encoding="utf-8"))} if os.path.exists(dst) else set()
+    t0 = time.perf_counter()
+    with open(dst, "a", encoding="utf-8") as fh:
+        for i, p in enumerate(paths):
+            if os.path.basename(p) not in done:
+                row = measure_grammar(loader, p, engines, a)
+                if row is not None:
+                    fh.write(json.dumps(row) + "\n")
+                    fh.flush()
+            print(f"\r{i + 1}/{len(paths)} grammars, {time.perf_counter() - t0:.0f} s", end="", file=sys.stderr,
                   flush=True)
     print(file=sys.stderr)
     print(summarize([json.loads(x) for x in open(dst, encoding="utf-8")]))
