@@ -287,14 +287,19 @@ def main(argv=None) -> int:
     from gramopt.runtime import Vocab
     loader = Loader(Env.create(Vocab.qwen()))
     engines = [e for e in a.engines.split(",") if e in loader.adapters]
-    if a.grammars:
+    if a.grammars:  # (name, converter) -> its measure: a grammar file's converter is its dialect
         from real_grammars import grammar_files
-        return _run_grammars(loader, grammar_files(a.grammars, []), engines, a)
-    paths = sorted(glob.glob(os.path.join(a.data, "*.json")))[a.offset:: a.every]
-    if a.split:
-        paths = [p for p in paths if split_of(os.path.basename(p)) == a.split]
-    if a.limit:
-        paths = paths[: a.limit]
+        jobs = [((os.path.basename(p), p.rsplit(".", 1)[1]), lambda p=p: measure_grammar(loader, p, engines, a))
+                for p in grammar_files(a.grammars, [])]
+    else:
+        paths = sorted(glob.glob(os.path.join(a.data, "*.json")))[a.offset:: a.every]
+        if a.split:
+            paths = [p for p in paths if split_of(os.path.basename(p)) == a.split]
+        if a.limit:
+            paths = paths[: a.limit]
+        jobs = [((os.path.basename(p), conv + ("+schema" if a.schema_form else "")),
+                 lambda p=p, conv=conv: measure_schema(loader, p, conv, engines, a))
+                for p in paths for conv in a.converters.split(",")]
     os.makedirs(a.out, exist_ok=True)
     dst = os.path.join(a.out, "forms.jsonl")
     done = set()
@@ -302,34 +307,12 @@ def main(argv=None) -> int:
         done = {(r["schema"], r["converter"]) for r in map(json.loads, open(dst, encoding="utf-8"))}
     t0 = time.perf_counter()
     with open(dst, "a", encoding="utf-8") as fh:
-        for i, p in enumerate(paths):
-            for conv in a.converters.split(","):
-                if (os.path.basename(p), conv + ("+schema" if a.schema_form else "")) in done:
-                    continue
-                row = measure_schema(loader, p, conv, engines, a)
-                if row is not None:
-                    fh.write(json.dumps(row) + "\n")
-                    fh.flush()
-            print(f"\r{i + 1}/{len(paths)} schemas, {time.perf_counter() - t0:.0f} s", end="", file=sys.stderr,
-                  flush=True)
-    print(file=sys.stderr)
-    print(summarize([json.loads(x) for x in open(dst, encoding="utf-8")]))
-    return 0
-
-
-def _run_grammars(loader, paths: list[str], engines, a) -> int:
-    os.makedirs(a.out, exist_ok=True)
-    dst = os.path.join(a.out, "forms.jsonl")
-    done = {r["schema"] for r in map(json.loads, open(dst, encoding="utf-8"))} if os.path.exists(dst) else set()
-    t0 = time.perf_counter()
-    with open(dst, "a", encoding="utf-8") as fh:
-        for i, p in enumerate(paths):
-            if os.path.basename(p) not in done:
-                row = measure_grammar(loader, p, engines, a)
-                if row is not None:
-                    fh.write(json.dumps(row) + "\n")
-                    fh.flush()
-            print(f"\r{i + 1}/{len(paths)} grammars, {time.perf_counter() - t0:.0f} s", end="", file=sys.stderr,
+        for i, (key, measure) in enumerate(jobs):
+            row = None if key in done else measure()
+            if row is not None:
+                fh.write(json.dumps(row) + "\n")
+                fh.flush()
+            print(f"\r{i + 1}/{len(jobs)} items, {time.perf_counter() - t0:.0f} s", end="", file=sys.stderr,
                   flush=True)
     print(file=sys.stderr)
     print(summarize([json.loads(x) for x in open(dst, encoding="utf-8")]))

@@ -672,7 +672,6 @@ def main(argv=None) -> int:
     loader = Loader(env)
     print(f"engines: {', '.join(e for e in engines if e in loader.adapters)} (missing: "
           f"{', '.join(e for e in engines if e not in loader.adapters) or 'none'})", file=sys.stderr)
-    rows_path = os.path.join(out, "rows.jsonl")
     cache, cache_fh = None, None
     if a.engine_cache:
         cache = {}
@@ -682,25 +681,36 @@ def main(argv=None) -> int:
                     r = json.loads(x)
                     cache[r["key"]] = r["row"]
         cache_fh = open(a.engine_cache, "a", encoding="utf-8")
+    step_rows(loader, rows, lambda row: instances(row, load_schemas(row["path"])[0].tests, a.max_instances),
+              engines, a, os.path.join(out, "rows.jsonl"), cache, cache_fh)
+    return write_table(out, f"# JSONSchemaBench sample: value by default, in the engines\n\n`python "
+                            f"benchmarks/jsonschemabench_bench.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
+                            f"on {datetime.date.today().isoformat()}: {len(paths)} schemas, runs {a.runs}, {a.repeats} "
+                            f"timed repeats, ≤ {a.max_tokens} tokens and ≤ {a.max_instances} instances per schema",
+                       summarize(rows, engines))
+
+
+def step_rows(loader, rows: list[dict], tests_of, engines, a, path: str, cache=None, cache_fh=None) -> None:
+    """Each row with an output measured in the engines (``measure_engines`` along
+    ``tests_of(row)``, with ``a``'s repeats, tokens and slow-engine instances), every row
+    written to ``path`` (JSONL) as it is done; progress on stderr."""
     t0 = time.perf_counter()
-    with open(rows_path, "w", encoding="utf-8") as fh:
+    with open(path, "w", encoding="utf-8") as fh:
         for i, row in enumerate(rows):
             if row.get("out"):
-                tests = instances(row, load_schemas(row["path"])[0].tests, a.max_instances)
-                row["engines"] = measure_engines(loader, row, tests, engines, a.repeats, a.max_tokens,
+                row["engines"] = measure_engines(loader, row, tests_of(row), engines, a.repeats, a.max_tokens,
                                                  a.slow_engine_instances, cache, cache_fh)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             print(f"\rengines: {i + 1}/{len(rows)} items, {time.perf_counter() - t0:.0f} s", end="",
                   file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    table = summarize(rows, engines)
-    head = (f"# JSONSchemaBench sample: value by default, in the engines\n\n`python benchmarks/jsonschemabench_bench.py "
-            f"{' '.join(argv if argv is not None else sys.argv[1:])}` on {datetime.date.today().isoformat()}: "
-            f"{len(paths)} schemas, runs {a.runs}, {a.repeats} timed repeats, ≤ {a.max_tokens} tokens and ≤ "
-            f"{a.max_instances} instances per schema\n\n")
+
+
+def write_table(out: str, head: str, table: str) -> int:
+    """``head`` and ``table`` into ``out``/table.md, the table on stdout; 0."""
     with open(os.path.join(out, "table.md"), "w", encoding="utf-8") as f:
-        f.write(head + table + "\n")
+        f.write(head + "\n\n" + table + "\n")
     print(table)
     return 0
 

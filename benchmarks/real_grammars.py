@@ -28,11 +28,10 @@ import glob
 import json
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from jsonschemabench_bench import Loader, instances, measure_engines, optimize_batch, summarize  # noqa: E402
+from jsonschemabench_bench import Loader, instances, optimize_batch, step_rows, summarize, write_table  # noqa: E402
 
 DATA = os.path.join(HERE, "data", "grammars-heldout")
 DIALECTS = ("gbnf", "ebnf", "lark")
@@ -135,27 +134,13 @@ def main(argv=None) -> int:
     from gramopt.engines import Env
     from gramopt.runtime import Vocab
     loader = Loader(Env.create(Vocab.qwen()))
-    t0 = time.perf_counter()
-    with open(os.path.join(out, "rows.jsonl"), "w", encoding="utf-8") as fh:
-        for i, row in enumerate(rows):
-            if row.get("out") and "why" not in row:
-                tests = samples(row["src"])[: a.max_instances] or instances(row, [], a.max_instances)
-                row["engines"] = measure_engines(loader, row, tests, engines, a.repeats, a.max_tokens,
-                                                 a.slow_engine_instances)
-            fh.write(json.dumps(row) + "\n")
-            fh.flush()
-            print(f"\rengines: {i + 1}/{len(rows)} items, {time.perf_counter() - t0:.0f} s", end="",
-                  file=sys.stderr, flush=True)
-    print(file=sys.stderr)
-    table = per_grammar(rows) + "\n\n" + summarize(rows, engines)
-    head = (f"# Hand-written grammars from other repositories: value by default, in the engines\n\n"
-            f"`python benchmarks/real_grammars.py {' '.join(argv if argv is not None else sys.argv[1:])}` on "
-            f"{datetime.date.today().isoformat()}: {len(paths)} grammars from {a.data}, targets {a.targets}, "
-            f"{a.repeats} timed repeats, ≤ {a.max_tokens} tokens and ≤ {a.max_instances} samples per grammar\n\n")
-    with open(os.path.join(out, "table.md"), "w", encoding="utf-8") as f:
-        f.write(head + table + "\n")
-    print(table)
-    return 0
+    step_rows(loader, rows, lambda row: samples(row["src"])[: a.max_instances] or instances(row, [], a.max_instances),
+              engines, a, os.path.join(out, "rows.jsonl"))
+    return write_table(out, f"# Hand-written grammars from other repositories: value by default, in the engines\n\n"
+                            f"`python benchmarks/real_grammars.py {' '.join(argv if argv is not None else sys.argv[1:])}` "
+                            f"on {datetime.date.today().isoformat()}: {len(paths)} grammars from {a.data}, targets "
+                            f"{a.targets}, {a.repeats} timed repeats, ≤ {a.max_tokens} tokens and ≤ {a.max_instances} "
+                            f"samples per grammar", per_grammar(rows) + "\n\n" + summarize(rows, engines))
 
 
 if __name__ == "__main__":
