@@ -456,14 +456,17 @@ def test_llamacpp_target_removes_left_recursion_the_egraph_did_not_see():
     assert r.report.verified == "ok"
 
 
-def test_a_lark_grammar_no_engine_but_llguidance_reads_keeps_its_left_recursion():
-    """llama.cpp never gets a Lark grammar with a lexer of its own (``formats.engine_reads``):
-    the fix-up written for llama.cpp leaves its left recursion, which llguidance's Earley parser
-    takes as it is; a Lark grammar without one is written as GBNF for llama.cpp and loses it."""
-    lexer = parse('start: list\nlist: list "," NAME | NAME\nNAME: /[a-z]+/\n', "lark")
-    plain = parse('start: list\nlist: list "," "x" | "x"\n', "lark")
-    assert structure(fixup(lexer)).left_recursive
-    assert not structure(fixup(plain)).left_recursive
+def test_a_lark_grammar_no_engine_but_llguidance_reads_gets_no_xgrammar_root_wrapper():
+    """xgrammar never gets a Lark grammar with a lexer of its own (``formats.engine_reads``):
+    the root wrapper written for xgrammar's mask bug is not added there; a Lark grammar without
+    one is written as EBNF for xgrammar and gets it. Left recursion goes in both (llama.cpp;
+    llguidance is faster on the star too)."""
+    lexer = parse('start: "a" start "b" | NAME\nNAME: /[a-z]+/\n', "lark")
+    plain = parse('start: "a" start "b" | "c"\n', "lark")
+    assert [r.name for r in fixup(lexer).rules] == ["start"]
+    assert [r.name for r in fixup(plain).rules] == ["start", "start_rec"]
+    left = parse('start: list\nlist: list "," NAME | NAME\nNAME: /[a-z]+/\n', "lark")
+    assert not structure(fixup(left)).left_recursive
     r = optimize(lexer)
     assert r.report.verified == "ok" and len(r.grammar.rules) <= len(lexer.rules)
 
