@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Callable
+from collections import Counter
 from itertools import product
 
 from ...costmodels.engine_shapes import flat_atom, flat_body, one_character, one_character_rules, wide_class
@@ -168,24 +169,36 @@ def _readable(g: Grammar) -> tuple[set, frozenset, dict[str, Expr]]:
     """(the rules an assertion or directive names, the rules that may derive one wide
     character, the leaf rules that may be read through: not the start, not pinned or named,
     each reference in the body to a leaf rule, at most ``MAX_LEAF`` nodes with the leaves it
-    references read through). A leaf is so not recursive: the leaves are added in rounds,
-    each rule once all it references is in (``character ::= [^"\\] | "\\" escape`` with
-    ``escape`` a leaf, as a hand-written JSON grammar names them)."""
+    references read through). A leaf is so not recursive: a rule is taken once every rule it
+    references is (Kahn's order over the reference graph, linear in the grammar), e.g.
+    ``character ::= [^"\\] | "\\" escape`` with ``escape`` a leaf, as a hand-written JSON
+    grammar names them."""
     pinned = {n for r in g.rules if r.lookahead is not None for n in refs(r.lookahead)}
     pinned.update(a for d in g.directives for a in d.args)
-    todo = {r.name: (r.body, refs(r.body), sum(1 for _ in walk(r.body))) for r in g.rules
-            if r.name != g.start and r.name not in pinned and not r.pinned}
-    leaves: dict[str, Expr] = {}
+    todo: dict[str, tuple[Expr, Counter]] = {}
+    for r in g.rules:
+        if r.name != g.start and r.name not in pinned and not r.pinned:
+            todo[r.name] = (r.body, Counter(x.name for x in walk(r.body) if isinstance(x, Ref)))
+    waiting = {n: len(uses) for n, (_, uses) in todo.items()}
+    users: dict[str, list[str]] = {}
+    for n, (_, uses) in todo.items():
+        for x in uses:
+            users.setdefault(x, []).append(n)
+    ready = [n for n, k in waiting.items() if k == 0]
     size: dict[str, int] = {}
-    while True:
-        ready = [n for n, (_, rs, _) in todo.items() if all(x in leaves for x in rs)]
-        for n in ready:
-            body, rs, nodes = todo.pop(n)
-            total = nodes + sum(size[x] - 1 for x in rs)  # each reference node stands for the leaf's body
-            if total <= MAX_LEAF:
-                leaves[n], size[n] = body, total
-        if not ready:
-            return pinned, one_character_rules(g.bodies()), leaves
+    while ready:
+        n = ready.pop()
+        body, uses = todo[n]
+        total = sum(1 for _ in walk(body)) + sum(k * (size[x] - 1) for x, k in uses.items())
+        if total > MAX_LEAF:
+            continue  # not a leaf: neither is a rule that references it
+        size[n] = total
+        for u in users.get(n, ()):
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.append(u)
+    leaves = {r.name: r.body for r in g.rules if r.name in size}
+    return pinned, one_character_rules(g.bodies()), leaves
 
 
 def _written_flat(alts: list[tuple[Expr, ...]]) -> Expr:
