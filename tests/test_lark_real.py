@@ -252,6 +252,21 @@ def test_the_egraph_optimizes_around_aliased_rules():
     assert "LETTER+" in write(out) and res.report.verified == "ok"
 
 
+def test_a_rule_an_aliased_rule_names_survives_a_merge_by_name():
+    """``name`` (named by the frozen ``first``) and ``second`` (a pass-through to it) share an
+    e-class; the extractor wrote one of them and the frozen rule came back naming the other,
+    an undefined rule: verification refused the output (syncode__sql.lark under the generic and
+    xgrammar targets, exit 3). A rule a directive names is written as a delegate, as a pinned
+    rule is."""
+    from gramopt.passes import optimize
+    g = parse('start: first second -> pair\nfirst: name -> named\nsecond: table\ntable: name\n'
+              'name: WORD\nWORD: /[a-z]+/\n', "lark")
+    out = optimize(g, target="generic", passes=["saturate"])
+    assert out.report.verified == "ok"
+    defined = {r.name for r in out.grammar.rules}
+    assert {"first", "name"} <= defined and out.grammar.rule("first").aliases == ("named",)
+
+
 def test_relative_import_written_out_for_llguidance(tmp_path, capsys):
     """sympy's latex.lark imports GREEK_SYMBOL from a sibling file: llguidance resolves no
     relative import, so the definitions are written in place."""

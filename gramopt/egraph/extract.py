@@ -480,7 +480,9 @@ class Extractor:
         if merged:
             raise ExtractionError(f"rule '{merged[0]}' names its alternatives (-> alias) and would be "
                                   f"merged into another")
-        for n in dict.fromkeys(pinned):  # a root merged into another name's class delegates to it
+        # a root merged into another name's class delegates to it: a pinned rule, and a rule a
+        # directive names (--keep; what a frozen Lark rule references, which comes back by name)
+        for n in dict.fromkeys([*pinned, *kept]):
             c = snap.of_name.get(n)
             if n not in emitted and c in done and name_of[c] != n:
                 emitted[n] = replace(old[n], body=Ref(name_of[c]), aliases=()) if n in old else Rule(n, Ref(name_of[c]))
