@@ -343,9 +343,9 @@ def _derived_lookaheads_kept(original: Grammar, out: Grammar, t: Target, reports
     """``out`` with the lookaheads xgrammar derives for ``original``'s rules kept, for a target
     that claims xgrammar's speed (``Target.keeps_derived_lookaheads``; the argument is
     ``transforms.reshape.derived_lookaheads``'); what was done is noted in the last pass report."""
-    from .formats import dialect_record, engine_reads
-    if not t.keeps_derived_lookaheads or out == original or not engine_reads("xgrammar", out):
-        return out  # (a Lark grammar with a lexer of its own never reaches xgrammar)
+    if not t.keeps_derived_lookaheads or out == original:
+        return out
+    from .formats import dialect_record
     from .transforms.reshape.derived_lookaheads import keep_derived_lookaheads
     kept, copied = keep_derived_lookaheads(original, out, dialect_record(out.dialect).name_separator)
     if copied and reports:

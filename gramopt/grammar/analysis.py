@@ -273,7 +273,7 @@ def lexical_rules(grammar: Grammar) -> frozenset[str]:
 
 def recursive_rules(grammar: Grammar) -> set[str]:
     """The rules that reach themselves (members of a cyclic strongly connected component)."""
-    return {n for comp in _cyclic({r.name: _refs_in(r.body) for r in grammar.rules}) for n in comp}
+    return set(cyclic_components(grammar))
 
 
 def cyclic_components(grammar: Grammar) -> dict[str, frozenset[str]]:

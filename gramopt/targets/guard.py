@@ -122,7 +122,7 @@ def without_redundancy(g: Grammar) -> Grammar:
     target's fix-ups, and with the lookaheads xgrammar derives for ``g``'s rules kept
     (``keep_derived_lookaheads``) — what it keeps when an output is rejected."""
     reduced = portable_fixup(portable_reduce(g))
-    if reduced == g or not engine_reads("xgrammar", reduced):
+    if reduced == g:
         return reduced
     return keep_derived_lookaheads(g, reduced, dialect_record(reduced.dialect).name_separator)[0]
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...formats import engine_reads
 from ...grammar import Alt, Grammar, Ref, Repeat, Rule, Seq
 from ...grammar.analysis import recursive_rules
 
@@ -116,7 +117,10 @@ def _extra(non_last: list[_Place], last: list[_Place]) -> list[_Place]:
 def keep_derived_lookaheads(original: Grammar, output: Grammar, separator: str = "_") -> tuple[Grammar, list[str]]:
     """(``output`` with the derived lookaheads of ``original`` given back, what was done: the
     copies made, then ``-(= …) R`` for each rule whose written assertion was left out so that
-    xgrammar derives its own again)."""
+    xgrammar derives its own again). Nothing for a grammar xgrammar never gets (a Lark grammar
+    with a lexer of its own, ``formats.engine_reads``)."""
+    if not engine_reads("xgrammar", output):
+        return output, []
     wanted = derived_lookaheads(original) - recursive_rules(output)
     if not wanted:
         return output, []

@@ -4,10 +4,10 @@ and a rule of one wide character written flat where it is used outside a repetit
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Callable
 from collections import Counter
+from dataclasses import replace
 from itertools import product
+from typing import Callable
 
 from ...costmodels.engine_shapes import flat_atom, flat_body, one_character, one_character_rules, wide_class
 from ...grammar import Alt, CharClass, Epsilon, Expr, Grammar, Ref, Repeat, Rule, Seq, alt, refs, seq, transform, walk
