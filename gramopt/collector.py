@@ -28,3 +28,24 @@ def paused():
     finally:
         if was:
             gc.enable()
+
+
+LARGE_RULES = 2_000  # from here a collection (~1 s at 10,000 rules) pays for itself in peak memory
+
+
+def release_memory(rules: int) -> None:
+    """Between stages of a large grammar (``rules`` >= ``LARGE_RULES``): collect the cycles the
+    stage left while the collector was paused (the judge's closures and fallbacks: 2.4 million
+    objects at 10,000 rules) and hand the C heap's free pages back (glibc's ``malloc_trim``:
+    the engines compile in worker threads, whose arenas the main thread does not reuse), so
+    the next stage does not stack its peak on the last one's garbage (10,000 rules: 1.51 →
+    1.27 GB). Below the threshold nothing is done: a collection has a fixed cost of ~0.1 s
+    (every object created since the pause began, the engines' imports included)."""
+    if rules < LARGE_RULES:
+        return
+    gc.collect(0)
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the collection alone
+        pass

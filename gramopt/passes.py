@@ -60,7 +60,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from . import targets
-from .collector import paused
+from .collector import paused, release_memory
 from .costmodels import sac_proxy
 from .costmodels.objective import objective as _objective
 from .egraph import Limits
@@ -291,6 +291,7 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
         if out == grammar:
             report.verified = "ok"
         else:
+            release_memory(len(grammar.rules) + len(out.rules))
             try:
                 with stage("verification"):
                     if fast:

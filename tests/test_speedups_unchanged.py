@@ -253,6 +253,25 @@ def test_optimize_pauses_the_collector_and_restores_it():
     assert gc.isenabled()
 
 
+def test_release_memory_collects_a_large_grammars_cycles_while_paused():
+    import weakref
+    from gramopt.collector import LARGE_RULES, release_memory
+
+    class Node:
+        pass
+
+    with collector_paused():
+        a = Node()
+        a.me = a  # a cycle: reference counting never frees it
+        alive = weakref.ref(a)
+        del a
+        release_memory(LARGE_RULES - 1)  # a small grammar: nothing done
+        assert alive() is not None
+        release_memory(LARGE_RULES)
+        assert alive() is None
+        assert not gc.isenabled()
+
+
 class _SliceSuffixes:
     """The suffix numbering as first written (every suffix a tuple key): the reference."""
 

@@ -197,6 +197,13 @@ class _Engines:
                 return d
         return None
 
+    def release(self) -> None:
+        """Drop the input's checks (each engine's compiled grammars, trace and masks): the
+        judge's closures hold this object in reference cycles, which the paused collector
+        (``gramopt.collector``) would free only after the whole optimization."""
+        self.checks.clear()
+        self._made.clear()
+
     def status(self) -> str:
         if self.steps <= 0:
             return "engine check off (a budget of 0 mask comparisons)"
@@ -224,10 +231,18 @@ def _at_once(calls: list) -> list:
 
 def judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer) -> Verdict:
     """The grammar to write in place of ``candidate`` (module docstring), with the notes of
-    the "engine-check" and "guard" reports."""
+    the "engine-check" and "guard" reports. The engines' compiled grammars and masks are
+    released when it returns (``_Engines.release``), not kept through the final check."""
     names, not_installed = engines_for(target)
     engines = _Engines(original, names, optimizer.steps, optimizer.samples)
     engines.skipped += not_installed
+    try:
+        return _judge(original, candidate, target, optimizer, engines)
+    finally:
+        engines.release()
+
+
+def _judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer, engines: "_Engines") -> Verdict:
     guard = target.guard
     last_label, last = optimizer.fallbacks(False)[-1]  # the last resort (cheap: the fix-ups alone)
     verdict = Verdict(candidate, guard_notes=[] if guard is not None else None)
