@@ -19,7 +19,7 @@ import enum
 import math
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from .lower import GrammarEGraph
 from .rewrite import Context, Rewrite, as_node, render
@@ -53,10 +53,9 @@ class Limits:
     judge_repair_work: int = 100_000  # 1.4x the most a JSONSchemaBench repair spent (o70295: 69,703)
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "nodes", "growth", "safety_seconds", "cleanup_work", "inline_work",
-                     "engine_check_steps", "judge_repair_work"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"limit {name} must not be negative (got {getattr(self, name)})")
+        for f in fields(self):
+            if getattr(self, f.name) < 0:
+                raise ValueError(f"limit {f.name} must not be negative (got {getattr(self, f.name)})")
 
 
 @dataclass
