@@ -62,6 +62,7 @@ from typing import Callable
 from . import targets
 from .collector import paused, release_memory
 from .costmodels import sac_proxy
+from .costmodels.kappa import kappa
 from .costmodels.objective import objective as _objective
 from .egraph import Limits
 from .grammar import MAX_EXPANDED, MAX_PASS_DEPTH, Directive, Grammar, GrammarError, check_size, depth
@@ -71,7 +72,6 @@ from .report import PassReport, Report
 from .stage import stage
 from .verify import Bounds
 from .transforms.fixpoint import fixpoint
-from .transforms.inline import rule_kappa
 from .transforms.registry import (DEFAULT_PASSES, EGRAPH_PASSES, PASSES, REQUEST_PASSES, PassContext,
                                   cost_model_used)
 from .targets import Target
@@ -211,9 +211,8 @@ def objective(g: Grammar, target: "str | Target", k: int | None = None) -> float
 
 
 def _kappa(g: Grammar) -> int:
-    """κ(g), counted per rule (equal to ``costmodels.kappa``: tests/test_kappa.py), without building
-    the BNF."""
-    return 1 + sum(rule_kappa(r, g.dialect) for r in g.rules)
+    """κ(g), counted per rule (``costmodels.kappa``), without building the BNF."""
+    return kappa(g)
 
 
 def changed_rules(a: Grammar, b: Grammar) -> int:
