@@ -142,6 +142,9 @@ RESHAPE_GOLDEN = {  # pass: (start, goal), xgrammar EBNF
                                '("a" | "bc")* [0-9]{2,}'),
     "reshape-root-wrapper": ('root ::= "a" root "b" | ""', 'root ::= root_rec\nroot_rec ::= "a" root_rec "b" | ""'),
     "reshape-rule-names": ('root ::= a_b a_b\na_b ::= "x"', 'root ::= a-b a-b\na-b ::= "x"'),
+    # the portable target's: any character as all three engines read it ([^] / . / a full class)
+    "reshape-any-char": ('root ::= "\\\\" [^] | [\\x00-\\U0010FFFF] "!" | [^a]',
+                         'root ::= "\\\\" ([^\\n] | "\\n") | ([^\\n] | "\\n") "!" | [^a]'),
     "reshape-lookaheads": ('root ::= a "b" a "c"\na ::= [a-z]+', 'root ::= a "b" a "c"\na ::= [a-z]+ (= [bc])'),
     # llama.cpp's fix-up (targets/llamacpp.py): empty alternatives first, the widest last
     "reshape-empty-first": ('root ::= "a"* "b"+ "c"?', 'root ::= root-star "b" root-star-2 ("" | "c")\n'

@@ -241,6 +241,30 @@ def test_gbnf_rule_names_llamacpp_reads():
     assert gbnf_rule_names(out) == (out, [])
 
 
+ANY_CHAR_STRING = 'root ::= "{" str "}"\nstr ::= "\\"" ([^"\\\\] | "\\\\" .)* "\\""\n'  # llama.cpp's "any": .
+
+
+def test_any_character_is_written_so_every_engine_reads_it():
+    """GBNF's ``.`` (a hand-written string escape, held-out jade__tool_call): xgrammar's reader
+    refuses it, llguidance refuses the ``[^]`` xgrammar EBNF prints; the default target's fix-up
+    writes ``[^\\n] | "\\n"``, the same language, which the readers of all three take."""
+    g = parse(ANY_CHAR_STRING, "gbnf")
+    out = fixup(g)
+    text = write(out, "gbnf")
+    assert "." not in text.replace('"."', "") and "[^]" not in text, text
+    assert check_equivalence(g, out).ok
+    if HAVE_XGRAMMAR:
+        import xgrammar as xgr
+        with pytest.raises(Exception):
+            xgr.Grammar.from_ebnf(write(g, "gbnf"))  # the input itself: "Rule "." is not defined"
+        xgr.Grammar.from_ebnf(text)
+    if importlib.util.find_spec("llguidance") is not None:
+        import llguidance as llg
+        from gramopt.engines.llguidance import _byte_tokenizer
+        m = llg.LLMatcher(_byte_tokenizer(), llg.grammar_from("gbnf", text), log_level=0)
+        assert not m.is_error(), m.get_error()
+
+
 def test_guard_is_deterministic(optimized):
     """Two optimizes of one input give the same grammar: the first is the run's shared one
     (``optimized``, which the mask test of this file also asks for, computed by whichever

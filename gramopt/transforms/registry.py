@@ -38,7 +38,7 @@ from .inline import (INLINE_LEAVES, INLINE_LEXICAL, INLINE_NONE, Budget as Inlin
 from .reshape import (flatten_character_rules, flatten_repetition_bodies, gbnf_rule_names, infer_lookaheads,
                       lift_deep_groups,
                       inline_small_regular_rules, lift_star_alternations, order_alternatives_widest_last,
-                      remove_left_recursion, wrap_referenced_root, write_out_counted_groups,
+                      remove_left_recursion, spell_any_char, wrap_referenced_root, write_out_counted_groups,
                       write_repetitions_empty_first)
 
 CLEANUP, EGRAPH, INLINE, TARGET, RESHAPE = "cleanup", "egraph", "inline", "target", "reshape"
@@ -287,6 +287,7 @@ def _target(g: Grammar, ctx: PassContext, rep) -> Grammar:
 
 RESHAPE_STEPS = (  # (name, step, reads code points: skipped on a grammar with Lark terminal atoms)
     ("left-recursion", remove_left_recursion, False),
+    ("any-char", spell_any_char, True),
     ("inline-regular", inline_small_regular_rules, True),
     ("star-rules", lift_star_alternations, True),
     ("counted-groups", write_out_counted_groups, True),

@@ -16,6 +16,9 @@ Why each (``../shared/ENGINES.md`` and ``gramopt/targets/xgrammar``):
   what an input or a skipped e-graph pass left. Also in a Lark grammar with a lexer of its
   own, which llama.cpp never gets (``formats.engine_reads``): llguidance is faster on the star
   too (held-out ligurio__lua, p95 35.0 against 40.3 ms a Qwen mask, A/A 41.7).
+* **any character as every engine reads it**: xgrammar refuses GBNF's ``.``, llguidance the
+  ``[^]`` xgrammar's EBNF writes; all three read ``[^\\n] | "\\n"``
+  (``transforms.reshape.any_char``).
 * **repetitions with flat bodies**: xgrammar 0.2.8 lowers a repetition whose body holds a
   rule reference or a nested group (``"\"" ([^"\\] | "\\" e)* "\""``, a JSON string as the
   e-graph or llama.cpp's converter writes it) into helper rules, ~62-89 ms a Qwen mask inside
@@ -98,6 +101,7 @@ def fixup(g: Grammar, notes: list[str] | None = None, fired: dict | None = None)
     fired = {} if fired is None else fired
     g = no_left_recursion(g, notes, fired)
     if not token_atoms(g.dialect):  # bytes and code points: a Lark grammar's lexer is its own
+        g = _step(g, "any-char", "any character written as every engine reads it in", notes, fired)
         g = _step(g, "counted-groups", "counted repetitions written out in", notes, fired)
         g = _step(g, "flat-stars", "repetitions written flat in", notes, fired)
         # in the rules llguidance reads as one lexeme only: its lexemes stay as they were

@@ -18,11 +18,13 @@ names, a count) and states its argument in its docstring.
     deep_groups      groups nested deeper than the passes' bound lifted into rules, as the reader does
     empty_first      repetitions as rules whose empty alternative is written first (llama.cpp)
     widest_last      alternatives ordered by the width of their FIRST sets, widest last (llama.cpp)
+    any_char         the any-character class written as every engine reads it (``.`` → ``[^\\n] | "\\n"``)
 
 Each is a pass of the one registry (``transforms.registry.PASSES["reshape-<name>"]``), which
 every target's fix-up (``registry.reshaping``) and the law tests read them from.
 """
 
+from .any_char import spell_any_char
 from .counted import write_out_counted_groups
 from .deep_groups import lift_deep_groups
 from .empty_first import write_repetitions_empty_first
@@ -36,5 +38,5 @@ from .star_rules import lift_star_alternations
 from .widest_last import order_alternatives_widest_last
 
 __all__ = ["flatten_character_rules", "flatten_repetition_bodies", "gbnf_rule_names", "infer_lookaheads", "inline_small_regular_rules",
-           "lift_deep_groups", "lift_star_alternations", "order_alternatives_widest_last", "remove_left_recursion", "wrap_referenced_root",
+           "lift_deep_groups", "lift_star_alternations", "order_alternatives_widest_last", "remove_left_recursion", "spell_any_char", "wrap_referenced_root",
            "write_out_counted_groups", "write_repetitions_empty_first"]
