@@ -27,6 +27,11 @@ HERE = os.path.dirname(__file__)
 REAL = os.path.join(HERE, "data", "real")
 SCHEMAS = os.path.join(HERE, "..", "benchmarks", "data", "jsonschemabench")
 GBNF = sorted(f for f in os.listdir(REAL) if f.endswith(".gbnf"))
+# the held-out sample of hand-written grammars (its SOURCES.md), never tuned on: GBNF and
+# xgrammar EBNF (its Lark files run in test_lark_real.py)
+HELDOUT = os.path.join(HERE, "..", "benchmarks", "data", "grammars-heldout")
+HELDOUT_FILES = sorted(os.path.join(HELDOUT, d, f) for d in ("gbnf", "ebnf") for f in os.listdir(os.path.join(HELDOUT, d))
+                       if f.endswith(("." + d)))
 SCHEMA_FILES = ["JsonSchemaStore---strings.json", "MCPspec---JSONRPCError.json", "Github_easy---o6250.json",
                 "WashingtonPost---wp_26_Normalized.json", "Glaiveai2K---calculate_area_52e36dd9.json",
                 "BFCL_java_37.json"]
@@ -79,7 +84,7 @@ LOADERS = {"xgrammar": lambda text, f: _xgrammar_error(text), "llguidance": lamb
 
 
 def _cases():
-    files = [os.path.join(REAL, f) for f in GBNF] + [os.path.join(SCHEMAS, f) for f in SCHEMA_FILES]
+    files = [os.path.join(REAL, f) for f in GBNF] + [os.path.join(SCHEMAS, f) for f in SCHEMA_FILES] + HELDOUT_FILES
     for path in files:
         for target in targets.NAMES:
             fast = (os.path.basename(path), target) in FAST
