@@ -63,6 +63,18 @@ def test_one_warning_and_no_cpp_chatter_on_stderr(tmp_path, capfd):
     assert "1 diagnostic" in warnings[0]
 
 
+@pytest.mark.skipif(importlib.util.find_spec("xgrammar") is None, reason="needs xgrammar's converter")
+def test_a_refusal_is_one_line_without_the_converters_log_stamp(tmp_path, capsys):
+    """An unsatisfiable schema (JSONSchemaBench Github_easy---o74185): xgrammar's converter
+    refuses it with "[HH:MM:SS] /project/cpp/json_schema_converter.cc:N: …"; the user gets
+    exit 2 and one line, the same at any hour, without the stamp or xgrammar's source line."""
+    src = _schema(tmp_path, {"type": "object", "minProperties": 1, "additionalProperties": False})
+    assert _run(src, "--target", "xgrammar", "-o", tmp_path / "o.ebnf") == 2
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(lines) == 1 and "refused the schema: minProperties" in lines[0], lines
+    assert not re.search(r"\[\d\d:\d\d:\d\d\]|\.cc:\d+", lines[0]), lines[0]
+
+
 def test_what_the_converter_says_it_ignores():
     said = ["[09:40:17] /project/cpp/json_schema_converter.cc:1056: Warning: multipleOf is not supported "
             "for type:number; ignoring multipleOf"]

@@ -20,6 +20,7 @@ llguidance's layout).
 from __future__ import annotations
 
 import importlib.util
+import re
 import time
 
 import numpy as np
@@ -163,9 +164,16 @@ def printed_as(grammar: Grammar, dialect: str) -> str:
     return memo.get(grammar, lambda g: write(g, dialect))
 
 
+# xgrammar's C++ log prefix, "[17:37:27] /project/cpp/json_schema_converter.cc:4950: ": a wall-clock
+# stamp and a source line of xgrammar's build, in front of the message a user needs
+_LOG_STAMP = re.compile(r"^\[\d{2}:\d{2}:\d{2}\] \S+:\d+: ")
+
+
 def first_line(e: Exception, limit: int = 160) -> str:
-    """An engine's error message, first line, bounded."""
-    return (str(e).strip().splitlines() or [""])[0][:limit]
+    """An engine's error message, first line, bounded, without xgrammar's log stamp (the same
+    input gives the same message at any hour)."""
+    line = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return _LOG_STAMP.sub("", line)[:limit]
 
 
 __all__ = ["BYTE_END", "Engine", "EngineError", "EngineMatcher", "Env", "first_line", "printed_as"]

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 
 from ..formats import dialect_record, parse
 from ..grammar import Grammar, GrammarError, SourcePos
+from .base import first_line
 
 CONVERTERS = ("xgrammar", "llama.cpp")
 WRITES = {"xgrammar": "ebnf", "llama.cpp": "gbnf"}  # the dialect each converter writes
@@ -148,7 +149,7 @@ def _convert_with_diagnostics(schema: Schema, converter: str) -> tuple[str, str,
     try:
         text, said = _converted(schema.text, converter)
     except Exception as e:  # noqa: BLE001 - each converter raises its own error types
-        msg = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        msg = first_line(e, 200)
         raise GrammarError(f"{converter}'s JSON Schema converter refused the schema: {msg}",
                            where, schema.path) from None
     return text, WRITES[converter], said

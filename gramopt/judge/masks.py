@@ -62,7 +62,7 @@ import numpy as np
 
 from ..grammar import Grammar
 from ..costmodels.engine_shapes import unbounded_rules
-from ..engines.base import BYTE_END
+from ..engines.base import BYTE_END, first_line
 from ..grammar.dialects import token_atoms
 from .trajectories import WALK_TOKENS, TokenGroups, Walker, first_bytes, interleave, sentences, token_paths
 
@@ -302,7 +302,7 @@ class EngineCheck:
         try:
             self.handle = self.adapter.compile(original)
         except Exception as e:  # noqa: BLE001 - an adapter's EngineError, or the engine's own
-            raise NotChecked(f"{engine} refuses the input ({_first_line(e)})") from None
+            raise NotChecked(f"{engine} refuses the input ({first_line(e)})") from None
         self.source = self.adapter.source(original)  # printed already by compile: cannot fail
         self._found: dict[tuple[str, str], MaskDifference | None] = {}  # by the candidate's source
         self._byte_trace = None  # llguidance's masks of the input over the byte vocabulary (``ByteTrace``)
@@ -448,7 +448,7 @@ class EngineCheck:
         try:
             h = self.adapter.compile(candidate)
         except Exception as e:  # noqa: BLE001
-            return MaskDifference(self.engine, refused=_first_line(e))
+            return MaskDifference(self.engine, refused=first_line(e))
         m = self.adapter.matcher(h)
         row = np.zeros_like(self.row)
         masks = _Masks(len(self.vocab), self._masks.rows)  # the candidate's: each prefix filled once
@@ -490,7 +490,7 @@ class EngineCheck:
             try:
                 self._llama_bytes = ByteTrace(self.original, byte_sentences(self.original), budget)
             except RuntimeError as e:  # llama.cpp refuses the input over bytes: the full masks decide
-                self._bytes_why = _first_line(e)
+                self._bytes_why = first_line(e)
                 return None, False
         d, _ = self._llama_bytes.difference(candidate, _input_wrong_in_bytes(self._reference()))
         if d is None:
@@ -580,10 +580,6 @@ def _byte_difference(engine: str, prefix: bytes, only_input: list[int], only_can
 def _unbounded_why(side: str, rule: str) -> str:
     """Why an engine is not asked about ``side``'s grammar (``unbounded_rules``: its rule ``rule``)."""
     return f"not asked: the {side}'s self-concatenation {rule} → {rule} {rule} makes its masks take seconds each"
-
-
-def _first_line(e: Exception) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
 
 
 def difference(engine: str, original: Grammar, candidate: Grammar, steps: int, texts: tuple[bytes, ...] = (),
