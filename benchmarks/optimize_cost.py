@@ -53,7 +53,7 @@ from gramopt.cli.batch import batch_items, optimize_item, _worker_init
 from dataclasses import asdict
 from contextlib import contextmanager
 import gramopt.passes, gramopt.judge
-_worker_init()
+_worker_init(os.getppid())  # it ends with the benchmark that started it
 
 # where an item's CPU goes: the outermost stages (passes, engine check, verification), and the
 # judge's decision (its last note), recorded by wrapping what gramopt.passes calls
