@@ -75,6 +75,23 @@ def test_a_refusal_is_one_line_without_the_converters_log_stamp(tmp_path, capsys
     assert not re.search(r"\[\d\d:\d\d:\d\d\]|\.cc:\d+", lines[0]), lines[0]
 
 
+@pytest.mark.skipif(not HAVE_LLAMA, reason="needs llama.cpp's converter")
+def test_a_ref_the_converter_cannot_resolve_is_named_with_the_other_converter(tmp_path, capsys):
+    """llama.cpp's converter raises a bare KeyError on a $ref it does not resolve (JSONSchemaBench
+    MCPspec---JSONRPCRequest: a root $ref into definitions that do exist); the line names the
+    $ref and the converter that reads the schema."""
+    src = _schema(tmp_path, {"$ref": "#/definitions/A", "definitions": {
+        "A": {"type": "object", "properties": {"id": {"$ref": "#/definitions/B"}}},
+        "B": {"type": "string"}}})
+    code = _run(src, "--target", "llama.cpp", "--converter", "llama.cpp", "-o", tmp_path / "o.gbnf")
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    if code == 0:
+        pytest.skip("this llama.cpp converter resolves the reference")
+    assert code == 2 and len(lines) == 1, lines
+    assert "could not resolve the $ref '#/definitions/B' (--converter xgrammar may read it)" in lines[0]
+    assert _run(src, "--target", "llama.cpp", "--converter", "xgrammar", "-o", tmp_path / "o.gbnf") == 0
+
+
 def test_what_the_converter_says_it_ignores():
     said = ["[09:40:17] /project/cpp/json_schema_converter.cc:1056: Warning: multipleOf is not supported "
             "for type:number; ignoring multipleOf"]

@@ -150,7 +150,11 @@ def _convert_with_diagnostics(schema: Schema, converter: str) -> tuple[str, str,
         text, said = _converted(schema.text, converter)
     except Exception as e:  # noqa: BLE001 - each converter raises its own error types
         msg = first_line(e, 200)
-        raise GrammarError(f"{converter}'s JSON Schema converter refused the schema: {msg}",
+        if isinstance(e, KeyError):  # llama.cpp's converter looks a $ref up and says only the key
+            msg = (f"it could not resolve the $ref {msg}" if msg.startswith(("'#", '"#')) else f"KeyError: {msg}")
+        other = [c for c in CONVERTERS if c != converter]
+        hint = f" (--converter {other[0]} may read it)" if other else ""
+        raise GrammarError(f"{converter}'s JSON Schema converter refused the schema: {msg}{hint}",
                            where, schema.path) from None
     return text, WRITES[converter], said
 
