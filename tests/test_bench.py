@@ -161,3 +161,18 @@ def test_folder_in_worker_processes(tmp_path):
     assert [r["name"] for r in res] == ["a", "b"]
     assert all(r["engines"]["gramopt"]["status"] == "ok" for r in res)
     assert all(r["cached"] for r in run_cases(sel.cases, OPTS, out, jobs=2, progress=False))
+
+
+def test_optimize_cost_batch_mode_runs_an_item(tmp_path):
+    """benchmarks/optimize_cost.py's batch worker (the build-step figures of issues 24 and 26)
+    runs one item to a row: its worker died at the first item for two sessions, unseen, when
+    ``cli.batch._worker_init`` began to take the client's pid."""
+    import subprocess
+    import sys
+    root = os.path.join(os.path.dirname(__file__), "..")
+    run = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "optimize_cost.py"), "--data", "corpus",
+                          "--limit", "1", "--modes", "batch", "--targets", "generic", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = [json.loads(x) for x in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert [(r["mode"], r["target"], r["code"]) for r in rows] == [("batch", "generic", 0)]
