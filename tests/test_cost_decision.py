@@ -84,7 +84,11 @@ def test_guard_keeps_the_reference_and_names_its_models():
     g = parse('root ::= "ab" "c" | "d" "e"\n', "gbnf")
     assert GUARD.worse(g, without_redundancy(g)) is None
     for e in predict.ENGINES:
-        assert f"decision-{e}.json (sha256 " in GUARD.accepted
+        assert f"decision-{e}.json (sha256 " in GUARD.accepted(g)
+    # a Lark grammar with a lexer of its own reaches llguidance alone: only its model is named
+    lark = parse('start: NAME "=" NAME\nNAME: /[a-z]+/\n%ignore " "\n', "lark")
+    note = GUARD.accepted(lark)
+    assert "decision-llguidance.json" in note and "decision-xgrammar" not in note and "llama.cpp" not in note
 
 
 def test_guard_rejects_a_predicted_slowdown_and_needs_a_gain(tmp_path):

@@ -266,7 +266,7 @@ def _judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer, 
 
     why = cost_why(candidate)
     if guard is not None:
-        verdict.guard_notes.append(why or f"{guard.name}: {guard.accepted}")
+        verdict.guard_notes.append(why or f"{guard.name}: {guard.accepted(original)}")
     if why is None:
         diff = engines.difference(candidate)
         if diff is None:

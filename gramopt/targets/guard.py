@@ -67,8 +67,11 @@ class NoSlowerGuard:
         self.engines, self.strict, self.baseline, self.against, self.name = engines, strict, baseline, against, name
         self.clear = clear
         engine = "no engine's" if len(engines) > 1 else f"no {engines[0]}"
-        self.accepted = (("clearly faster, " if clear else "") + f"{engine} static cost grows"
-                         + (f" and its model cost is below {against}'s (or it is {against})" if strict else ""))
+        self._accepted = (("clearly faster, " if clear else "") + f"{engine} static cost grows"
+                          + (f" and its model cost is below {against}'s (or it is {against})" if strict else ""))
+
+    def accepted(self, original: Grammar) -> str:
+        return self._accepted
 
     def weights(self, models: dict | None = None) -> dict:
         """Each engine's node weights: from the model ``models`` names for it (the one the
@@ -154,11 +157,13 @@ class PredictedGuard:
         return {e: DecisionModel.load(e, (models or {}).get(e) if _is_decision_dir((models or {}).get(e)) else None)
                 for e in self.engines}
 
-    @property
-    def accepted(self) -> str:
-        named = ", ".join(m.source for m in self.models().values())
+    def accepted(self, original: Grammar) -> str:
+        """The note of a kept candidate: the decision models of the engines asked (those that
+        read ``original``: ``formats.engine_reads``), as ``worse`` asks them."""
+        ms = self.models()
+        named = ", ".join(ms[e].source for e in self.engines if engine_reads(e, original))
         return (f"predicted slower than its noise (≥ {SLOWER:g}×) in no engine, against {self.against} "
-                f"(decision models: {named})")
+                f"(decision models: {named or 'none: no engine it prices reads the input'})")
 
     def predictions(self, original: Grammar, candidate: Grammar, models: dict | None = None) -> dict:
         """engine -> predicted p95 ratio candidate / reference (< 1: faster)."""

@@ -26,7 +26,9 @@ class Guard(Protocol):
     input's with the fix-ups; ``targets/guard.py``)."""
 
     name: str
-    accepted: str  # the pass report's note when a candidate is kept
+
+    def accepted(self, original: Grammar) -> str:
+        """The pass report's note when a candidate of ``original`` is kept."""
 
     def worse(self, original: Grammar, candidate: Grammar) -> str | None:
         """Why ``candidate`` may cost an engine more than ``original`` (None: keep it)."""
