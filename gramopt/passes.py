@@ -126,7 +126,7 @@ class PassManager:
 
     def run_pass(self, name: str, g: Grammar) -> tuple[Grammar, PassReport]:
         t = time.perf_counter()
-        k0 = _kappa(g)
+        k0 = kappa(g)
         rep = PassReport(name, k0, k0, len(g.rules), len(g.rules), 0.0)
         with stage(f"pass {name}"):
             out = _unpinned(PASSES[name](_pinned(g, self.ctx.keep), self.ctx, rep))
@@ -134,7 +134,7 @@ class PassManager:
             rep.notes.append(f"reverted (output nested deeper than {MAX_PASS_DEPTH} or larger than "
                              f"{MAX_EXPANDED:,} expanded symbols)")
             out = g
-        k1 = _kappa(out)
+        k1 = kappa(out)
         if name in EGRAPH_PASSES and self.ctx.target.reverts_costlier_passes and out is not g:
             before, after = objective(g, self.ctx.target, k0), objective(out, self.ctx.target, k1)
             if after > before:
@@ -207,12 +207,7 @@ def _too_big(g: Grammar) -> bool:
 def objective(g: Grammar, target: "str | Target", k: int | None = None) -> float:
     """What an e-graph pass must not make worse (``costmodels.objective``), with the
     target's recursion penalty (the extractor's own)."""
-    return _objective(g, targets.get(target).recursion_penalty, _kappa(g) if k is None else k)
-
-
-def _kappa(g: Grammar) -> int:
-    """κ(g), counted per rule (``costmodels.kappa``), without building the BNF."""
-    return kappa(g)
+    return _objective(g, targets.get(target).recursion_penalty, kappa(g) if k is None else k)
 
 
 def changed_rules(a: Grammar, b: Grammar) -> int:
@@ -270,7 +265,7 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
             out = _judged(grammar, out, pm, reports, fast, bounds, samples)
     if out == grammar:
         out = grammar  # keep comments and positions when nothing changed
-    report = Report(pm.ctx.target.name, reports, _kappa(grammar), _kappa(out), sac_proxy(grammar), sac_proxy(out),
+    report = Report(pm.ctx.target.name, reports, kappa(grammar), kappa(out), sac_proxy(grammar), sac_proxy(out),
                     len(grammar.rules), len(out.rules))
     seen_stops = set()
     for p in reports:  # one line per distinct stop (a fixpoint round repeats its pass's)
@@ -412,7 +407,7 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast
     kept = verdict.grammar
     for name, notes in (("guard", verdict.guard_notes), ("engine-check", verdict.engine_notes if t.checked_in else None)):
         if notes is not None:
-            rep = PassReport(name, _kappa(out), _kappa(kept), len(out.rules), len(kept.rules),
+            rep = PassReport(name, kappa(out), kappa(kept), len(out.rules), len(kept.rules),
                              seconds if name == "engine-check" else 0.0)
             rep.notes = list(notes)
             reports.append(rep)

@@ -80,14 +80,14 @@ def test_the_kappa_table_is_the_lowering(item, lo, hi):
 
 
 def test_per_rule_kappa_is_the_lowerings_on_real_grammars():
-    """``passes._kappa`` (summed per rule, what the pass reports and the result's report
-    give) equals ``costmodels.kappa`` (over the BNF lowering) on the vendored grammars and
-    their optimized forms, GBNF and Lark."""
+    """``costmodels.kappa`` (summed per rule, what the pass reports and the result's report
+    give) equals κ over the BNF lowering on the vendored grammars and their optimized forms,
+    GBNF and Lark."""
     from pathlib import Path
 
     from gramopt.egraph import Limits
     from gramopt.formats import read
-    from gramopt.passes import _kappa, optimize
+    from gramopt.passes import optimize
     no_engine_check = Limits(engine_check_steps=0)  # any optimized form will do: not ~22 CPU s of masks on json
     data = Path(__file__).parent / "data"
     paths = sorted((data / "gbnf").glob("*.gbnf")) + [data / "lark" / "main.lark"]  # sub.lark: its library
@@ -96,4 +96,4 @@ def test_per_rule_kappa_is_the_lowerings_on_real_grammars():
         gr = read(str(p))
         for form in (gr, optimize(gr, target="xgrammar" if gr.dialect != "lark" else "generic", verify=False,
                                   fast=True, limits=no_engine_check).grammar):
-            assert _kappa(form) == kappa(form) == kappa_of_bnf(lower(form)), p
+            assert kappa(form) == kappa_of_bnf(lower(form)), p

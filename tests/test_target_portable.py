@@ -265,6 +265,16 @@ def test_any_character_is_written_so_every_engine_reads_it():
         assert not m.is_error(), m.get_error()
 
 
+
+def test_any_character_in_a_pinned_rule_is_left_as_written():
+    """A rule with xgrammar's assertion is the engine's own form (``Rule.pinned``): like every
+    reshaping, the any-character spelling leaves it as written."""
+    from gramopt.transforms.reshape import spell_any_char
+    g = parse('root ::= s "x" [^]\ns ::= "\\\\" [^] (= "x")\n', "ebnf")
+    out, changed = spell_any_char(g)
+    assert changed == ["root"] and out.rule("s") == g.rule("s")
+
+
 def test_guard_is_deterministic(optimized):
     """Two optimizes of one input give the same grammar: the first is the run's shared one
     (``optimized``, which the mask test of this file also asks for, computed by whichever

@@ -44,7 +44,7 @@ from ..grammar import Grammar
 from ..grammar.analysis import inlined_depth
 from ..verify.derivations import heights, random_sentence
 from ..verify.symbols import compile_grammar
-from .base import BYTE_END, Engine, EngineError, EngineMatcher, printed_as
+from .base import BYTE_END, Engine, EngineError, EngineMatcher, first_line, printed_as
 
 EOS = BYTE_END
 MAX_INLINED_DEPTH = 3000
@@ -246,7 +246,7 @@ def lark_error(text: str) -> str | None:
     try:
         m = llg.LLMatcher(_byte_tokenizer(), llg.grammar_from("lark", text), log_level=0)
     except Exception as e:  # noqa: BLE001 - grammar_from raises on some texts
-        return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        return first_line(e, 300)
     if not m.is_error():
         return None
     return (m.get_error().strip().splitlines() or ["error"])[0][:300]

@@ -157,11 +157,15 @@ class PredictedGuard:
         return {e: DecisionModel.load(e, (models or {}).get(e) if _is_decision_dir((models or {}).get(e)) else None)
                 for e in self.engines}
 
+    def asked(self, original: Grammar) -> list[str]:
+        """The engines priced for ``original``: those gramopt can hand it to
+        (``formats.engine_reads``); none else gets the output."""
+        return [e for e in self.engines if engine_reads(e, original)]
+
     def accepted(self, original: Grammar) -> str:
-        """The note of a kept candidate: the decision models of the engines asked (those that
-        read ``original``: ``formats.engine_reads``), as ``worse`` asks them."""
+        """The note of a kept candidate: the decision models of the engines ``worse`` asks."""
         ms = self.models()
-        named = ", ".join(ms[e].source for e in self.engines if engine_reads(e, original))
+        named = ", ".join(ms[e].source for e in self.asked(original))
         return (f"predicted slower than its noise (≥ {SLOWER:g}×) in no engine, against {self.against} "
                 f"(decision models: {named or 'none: no engine it prices reads the input'})")
 
@@ -172,7 +176,7 @@ class PredictedGuard:
 
     def worse(self, original: Grammar, candidate: Grammar, models: dict | None = None) -> str | None:
         ref = self.baseline(original) if self.baseline is not None else original
-        engines = [e for e in self.engines if engine_reads(e, original)]  # none else gets the output
+        engines = self.asked(original)
         if candidate == ref or not engines:
             return None
         ms, a, b = self.models(models), features(ref), features(candidate)

@@ -17,9 +17,8 @@ is every code point: the class's own set, one character either way.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from ...grammar import CharClass, Expr, Grammar, Literal, alt, transform, walk
+from ...grammar import CharClass, Expr, Grammar, Literal, alt, transform
+from ..cleanup.common import map_bodies
 
 NEWLINE = 0x0A
 EVERY_CODE_POINT = ((0, 0x10FFFF),)
@@ -39,13 +38,7 @@ def spelled(e: Expr) -> Expr:
 
 def spell_any_char(g: Grammar) -> tuple[Grammar, list[str]]:
     """``g`` with every any-character class spelt as all three engines read it (module
-    docstring); returns the grammar and the rules changed (empty: ``g`` itself)."""
-    changed: list[str] = []
-    rules = []
-    for r in g.rules:
-        body = transform(r.body, spelled) if any(is_any_char(x) for x in walk(r.body)) else r.body
-        if body is not r.body:
-            changed.append(r.name)
-            r = replace(r, body=body)
-        rules.append(r)
-    return (g.replace_rules(rules), changed) if changed else (g, [])
+    docstring), in every rule but the pinned ones (an engine's own form, ``Rule.pinned``, kept
+    as written); returns the grammar and the rules changed (empty: ``g`` itself)."""
+    out = map_bodies(g, lambda body: transform(body, spelled))  # an untouched body comes back as is
+    return out, [a.name for a, b in zip(g.rules, out.rules) if a.body != b.body]
