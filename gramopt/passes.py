@@ -255,6 +255,15 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
     check_size(grammar)
     pm = PassManager(REQUEST_PASSES if fast and passes is None else passes, target, limits, callback, cost_model,
                      keep)
+    too_large = _too_large_to_check(grammar, pm)
+    if too_large is not None:  # no engine can vouch for an output: the input, before any work
+        report = Report(pm.ctx.target.name, [], kappa(grammar), kappa(grammar), sac_proxy(grammar),
+                        sac_proxy(grammar), len(grammar.rules), len(grammar.rules))
+        report.stops.append(too_large)
+        report.verified = "ok"
+        report.cost_model = cost_model_used(pm.ctx.target, cost_model)[1]
+        report.seconds = time.perf_counter() - t0
+        return Result(grammar, report)
     if fast:
         out, reports = pm.run(grammar)
     else:
@@ -332,6 +341,25 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
                     f"first changed by pass '{culprit}')", res.counterexample, culprit, Result(out, report))
     report.seconds = time.perf_counter() - t0
     return Result(out, report)
+
+
+def _too_large_to_check(grammar: Grammar, pm: PassManager) -> str | None:
+    """Why ``grammar`` is written unchanged without any work, or None: the target promises
+    engines whose check would compile an input above ``Limits.engine_check_size`` (in
+    ``judge.compile_work``). Their masks could not be compared within the budget, and an
+    output they have not compared is not written (the language check alone does not see an
+    engine's form-dependent errors); the input is what keeps their masks, trivially."""
+    from .judge import compile_work, engines_for
+    limits = pm.ctx.limits
+    if limits.engine_check_steps <= 0 or not engines_for(pm.ctx.target)[0]:
+        return None
+    work = compile_work(grammar)
+    if work <= limits.engine_check_size:
+        return None
+    return (f"engine check: compiling the input in {', '.join(engines_for(pm.ctx.target)[0])} is {work:,} work "
+            f"units (rules × positions), over the check's limit ({limits.engine_check_size:,}): the input is "
+            f"written unchanged (raise --max-engine-check-size to optimize it checked in the engines, or "
+            f"pass --max-engine-check-steps 0 to optimize it with the language check alone)")
 
 
 def _derived_lookaheads_kept(original: Grammar, out: Grammar, t: Target, reports: list | None = None) -> Grammar:

@@ -374,6 +374,61 @@ def test_work_limit_flag_reaches_the_limits():
     assert WorkLimits(max_judge_repairs=5).engine_limits().judge_repair_work == 5
 
 
+def test_compile_work_counts_lifted_rules_times_positions():
+    from gramopt.judge import compile_work
+    # root: itself, the repetition and the alternation inside it (xgrammar lifts both) = 3
+    # rules; b: 1 rule. Positions: "a", b, "c" in root; "x", [0-9] in b = 5.
+    g = ebnf('root ::= "a" (b | "c")*\nb ::= "x" [0-9]')
+    assert compile_work(g) == 4 * 5
+    # a top-level alternation is the rule itself, not a lifted one
+    assert compile_work(ebnf('root ::= "a" | "b" | "c"')) == 1 * 3
+
+
+def optimize_text(text: str):
+    from gramopt.passes import optimize
+    return optimize(ebnf(text), target="xgrammar").grammar
+
+
+SIZED = 'root ::= "{" ws "\\"a\\"" ws ":" ws s ws "}"\ns ::= "\\"" c\nc ::= [a-z] c | "\\""\nws ::= [ \\n]*'
+
+
+def test_an_input_too_large_to_check_in_the_engines_is_written_unchanged(xgrammar):
+    from gramopt.egraph import Limits
+    from gramopt.judge import compile_work
+    from gramopt.passes import optimize
+    g = ebnf(SIZED)
+    work = compile_work(g)
+    under = optimize(g, target="xgrammar", limits=Limits(engine_check_size=work))
+    assert under.grammar != g and not under.report.stops
+    over = optimize(g, target="xgrammar", limits=Limits(engine_check_size=work - 1))
+    assert over.grammar is g and over.report.passes == []
+    assert over.report.stops == [
+        f"engine check: compiling the input in xgrammar is {work:,} work units (rules × positions), over the "
+        f"check's limit ({work - 1:,}): the input is written unchanged (raise --max-engine-check-size to optimize "
+        f"it checked in the engines, or pass --max-engine-check-steps 0 to optimize it with the language check "
+        f"alone)"]
+    # no engine check asked (off, or a target promising none): the bound does not apply
+    off = optimize(g, target="xgrammar", limits=Limits(engine_check_size=0, engine_check_steps=0))
+    assert write(off.grammar) == write(under.grammar)
+    assert optimize(g, target="generic", limits=Limits(engine_check_size=0)).grammar != g
+
+
+def test_cli_engine_check_size_writes_the_input_unchanged(tmp_path, capsys, xgrammar):
+    from gramopt.cli import main
+    src = tmp_path / "g.ebnf"
+    text = "# a comment\n" + SIZED + "\n"
+    src.write_text(text, encoding="utf-8")
+    out = tmp_path / "o.ebnf"
+    assert main(["optimize", str(src), "-o", str(out), "--target", "xgrammar", "--max-engine-check-size", "1"]) == 0
+    written = out.read_text(encoding="utf-8")
+    assert written.startswith("# a comment")
+    assert [(r.name, r.body) for r in ebnf(written).rules] == [(r.name, r.body) for r in ebnf(SIZED).rules]
+    assert write(ebnf(SIZED)) != write(optimize_text(SIZED))  # not a grammar with nothing to optimize
+    assert "over the check's limit (1)" in capsys.readouterr().err
+    from gramopt.optimizer.limits import WorkLimits
+    assert WorkLimits(max_engine_check_size=5).engine_limits().engine_check_size == 5
+
+
 def test_cli_flag_bad_value_is_a_usage_error(tmp_path, capsys):
     from gramopt.cli import main
     src = tmp_path / "g.ebnf"

@@ -39,7 +39,10 @@ class Limits:
     nodes and literal code points per clean-up run, ``inline_work`` in κ of the rule bodies
     the inliner rewrites, ``engine_check_steps`` the judge's mask comparisons per engine
     (``gramopt.judge``: a JSON-schema grammar's check costs ~0.1-0.3 s in xgrammar; 0 turns
-    the engine check off), ``judge_repair_work`` the judge's repairs of a rejected output, in
+    the engine check off), ``engine_check_size`` the largest input it compiles in the engines,
+    in ``judge.compile_work`` (rules × positions: xgrammar's compile is quadratic; a larger
+    input is written unchanged, since no engine can vouch for an output of it within budget),
+    ``judge_repair_work`` the judge's repairs of a rejected output, in
     expanded symbols of the grammars they replay, compare and check (``judge.RepairWork``).
     All are work units (same input, same output on any machine)."""
 
@@ -50,6 +53,7 @@ class Limits:
     cleanup_work: int = 50_000_000
     inline_work: int = 50_000_000
     engine_check_steps: int = 600
+    engine_check_size: int = 1_000_000_000  # 2.4x the largest real grammar seen (o46393, 4.2e8)
     judge_repair_work: int = 100_000  # 1.4x the most a JSONSchemaBench repair spent (o70295: 69,703)
 
     def __post_init__(self) -> None:

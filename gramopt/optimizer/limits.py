@@ -45,6 +45,11 @@ class WorkLimits:
         "work limit of the engine check, in token-mask comparisons per engine (default: "
         "egraph.Limits.engine_check_steps; 0 turns it off): the output's masks against the "
         "input's in every engine the target promises (gramopt.judge)", engine="engine_check_steps")
+    max_engine_check_size: int | None = limit(
+        "work limit of the engine check, the largest input it compiles in the engines, in rules × "
+        "positions (default: egraph.Limits.engine_check_size; gramopt.judge.compile_work): a larger "
+        "input is written unchanged, the stop reason printed (--max-engine-check-steps 0 optimizes "
+        "it with the language check alone)", engine="engine_check_size")
     max_judge_repairs: int | None = limit(
         "work limit of the judge's repairs of an output whose masks differ, in expanded symbols of "
         "the grammars they replay, compare in an engine and check (default: "
