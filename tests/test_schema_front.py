@@ -133,6 +133,25 @@ def test_llguidance_target_without_llama_cpp(tmp_path, capsys, monkeypatch):
     assert not m.is_error(), m.get_error()
 
 
+@pytest.mark.skipif(not HAVE_LLAMA, reason="llama-cpp-python not installed")
+def test_llguidance_target_falls_back_where_llama_cpps_converter_refuses(tmp_path, capsys):
+    # llama.cpp's converter refuses a pattern without ^…$ anchors; xgrammar's reads it
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "[a-z]+"}}, "required": ["id"]}
+    out = tmp_path / "o.gbnf"
+    assert _run(_schema(tmp_path, schema), "--target", "llguidance", "-o", out) == 0
+    err = capsys.readouterr().err
+    assert "llama.cpp's JSON Schema converter refused the schema: Pattern must start with" in err
+    assert re.search(r"\(xgrammar\.Grammar\.from_json_schema\) instead$", err.rstrip())
+    assert "may read it" not in err  # the hint is spent: the fallback was taken
+    text = out.read_text()
+    assert "converted by xgrammar" in text and "(=" not in text
+    # a converter the user names is never replaced: its refusal is the answer (exit 2)
+    assert _run(_schema(tmp_path, schema), "--target", "llguidance", "--converter", "llama.cpp", "-o", out) == 2
+    assert "(--converter xgrammar may read it)" in capsys.readouterr().err
+    # the llama.cpp target has no fallback: its own converter's refusal stands
+    assert _run(_schema(tmp_path, schema), "--target", "llama.cpp", "-o", out) == 2
+
+
 # ---------------------------------------------------------------- gramopt.read / parse
 
 

@@ -351,15 +351,26 @@ def convert_for(schema: Schema, converter: str, warnings: list[str] | None = Non
 def convert_for_target(schema: Schema, target, converter: str | None = None,
                        warnings: list[str] | None = None) -> tuple[Grammar, str]:
     """(grammar, converter with version) for a target record: ``converter`` if named, else
-    the target's ``schema_converter`` — or, when that one is not installed, its
-    ``schema_fallback`` (llguidance: xgrammar's converter when llama-cpp-python is missing).
+    the target's ``schema_converter`` — or, when that one is not installed or refuses the
+    schema (and no converter was named), its ``schema_fallback`` (llguidance: xgrammar's
+    converter, which reads prefixItems and unanchored patterns; the refusal is a warning).
     A fallback's grammar is written in the dialect the target's own converter writes (GBNF
     for llguidance, which reads it), its lookahead assertions dropped: they are hints, the
     language is the rules'."""
     from dataclasses import replace
     preferred = converter or target.schema_converter
-    used = installed_converter(preferred, None if converter else getattr(target, "schema_fallback", None))
-    grammar, version = convert_for(schema, used, warnings, instead_of=preferred)
+    fallback = None if converter else getattr(target, "schema_fallback", None)
+    used = installed_converter(preferred, fallback)
+    try:
+        grammar, version = convert_for(schema, used, warnings, instead_of=preferred)
+    except GrammarError as e:  # the target's own converter refuses it: the fallback, said
+        if not fallback or used == fallback or installed_converter(fallback, None) != fallback:
+            raise
+        grammar, version = convert_for(schema, fallback, warnings)
+        if warnings is not None:
+            said = re.sub(r" \(--converter \S+ may read it\)$", "", e.message.rstrip("."))
+            warnings.append(f"{said}; converted by {version} instead")
+        used = fallback
     if used != preferred and WRITES[used] != WRITES[preferred]:
         rules = tuple(replace(r, lookahead=None) for r in grammar.rules)
         grammar = replace(grammar, rules=rules, dialect=WRITES[preferred])
