@@ -257,8 +257,8 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
                      keep)
     too_large = _too_large_to_check(grammar, pm)
     if too_large is not None:  # no engine can vouch for an output: the input, before any work
-        report = Report(pm.ctx.target.name, [], kappa(grammar), kappa(grammar), sac_proxy(grammar),
-                        sac_proxy(grammar), len(grammar.rules), len(grammar.rules))
+        k, sac, n = kappa(grammar), sac_proxy(grammar), len(grammar.rules)
+        report = Report(pm.ctx.target.name, [], k, k, sac, sac, n, n)
         report.stops.append(too_large)
         report.verified = "ok"
         report.cost_model = cost_model_used(pm.ctx.target, cost_model)[1]
@@ -350,13 +350,13 @@ def _too_large_to_check(grammar: Grammar, pm: PassManager) -> str | None:
     output they have not compared is not written (the language check alone does not see an
     engine's form-dependent errors); the input is what keeps their masks, trivially."""
     from .judge import compile_work, engines_for
-    limits = pm.ctx.limits
-    if limits.engine_check_steps <= 0 or not engines_for(pm.ctx.target)[0]:
+    limits, engines = pm.ctx.limits, engines_for(pm.ctx.target)[0]
+    if limits.engine_check_steps <= 0 or not engines:
         return None
     work = compile_work(grammar)
     if work <= limits.engine_check_size:
         return None
-    return (f"engine check: compiling the input in {', '.join(engines_for(pm.ctx.target)[0])} is {work:,} work "
+    return (f"engine check: compiling the input in {', '.join(engines)} is {work:,} work "
             f"units (rules × positions), over the check's limit ({limits.engine_check_size:,}): the input is "
             f"written unchanged (raise --max-engine-check-size to optimize it checked in the engines, or "
             f"pass --max-engine-check-steps 0 to optimize it with the language check alone)")

@@ -452,5 +452,5 @@ def restore(grammar: Grammar, original: Grammar, names) -> Grammar | None:
 
 
 __all__ = ["ENGINE_NAMES", "MAX_DROPS", "MAX_RULE_SETS", "MaskDifference", "Optimizer", "RepairWork", "Verdict",
-           "changed_rules",
+           "changed_rules", "compile_work",
            "engine_versions", "engines_for", "judge", "restore", "rule_sets"]
