@@ -361,11 +361,14 @@ def convert_for_target(schema: Schema, target, converter: str | None = None,
     preferred = converter or target.schema_converter
     fallback = None if converter else getattr(target, "schema_fallback", None)
     used = installed_converter(preferred, fallback)
+    before = len(warnings) if warnings is not None else 0
     try:
         grammar, version = convert_for(schema, used, warnings, instead_of=preferred)
     except GrammarError as e:  # the target's own converter refuses it: the fallback, said
         if not fallback or used == fallback or installed_converter(fallback, None) != fallback:
             raise
+        if warnings is not None:
+            del warnings[before:]  # what the refusing converter said is not about the grammar written
         grammar, version = convert_for(schema, fallback, warnings)
         if warnings is not None:
             said = re.sub(r" \(--converter \S+ may read it\)$", "", e.message.rstrip("."))
