@@ -11,6 +11,7 @@ import pytest
 
 import gramopt
 from gramopt.cli import main
+from gramopt.grammar import GrammarError
 from gramopt.engines.jsonschema import (conversion_warning, ignored_keywords, keywords_used, parse_schema,
                                         said_ignored, without_keyword)
 
@@ -150,6 +151,26 @@ def test_llguidance_target_falls_back_where_llama_cpps_converter_refuses(tmp_pat
     assert "(--converter xgrammar may read it)" in capsys.readouterr().err
     # the llama.cpp target has no fallback: its own converter's refusal stands
     assert _run(_schema(tmp_path, schema), "--target", "llama.cpp", "-o", out) == 2
+
+
+@pytest.mark.skipif(not HAVE_LLAMA, reason="llama-cpp-python not installed")
+def test_the_fallback_drops_what_the_refusing_converter_said():
+    # llama.cpp's converter writes `[\\d]`, which llama.cpp itself refuses, and ignores multipleOf:
+    # its ignored-keyword line would describe a grammar that is not the one written
+    from gramopt.engines.jsonschema import convert, convert_for_target, parse_schema
+    from gramopt.targets import get
+    text = json.dumps({"type": "object", "properties": {"id": {"type": "string", "pattern": "^[\\d]+$"},
+                                                        "n": {"type": "integer", "multipleOf": 3}},
+                       "required": ["id", "n"]})
+    schema = parse_schema(text, "s.json")
+    said: list[str] = []
+    with pytest.raises(GrammarError, match="cannot read llama.cpp's grammar"):
+        convert(schema, "llama.cpp", said)
+    assert said == ["llama.cpp's converter ignores multipleOf: the grammar accepts values the schema rejects"]
+    warnings: list[str] = []
+    grammar, version = convert_for_target(schema, get("llguidance"), None, warnings)
+    assert version.startswith("xgrammar") and grammar.dialect == "gbnf"
+    assert len(warnings) == 1 and warnings[0].startswith("cannot read llama.cpp's grammar for the schema")
 
 
 # ---------------------------------------------------------------- gramopt.read / parse
