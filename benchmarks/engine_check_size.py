@@ -5,7 +5,7 @@ inputs and on xgrammar's compile time.
 
 Two tables:
 
-1. ``judge.compile_work`` (rules × positions) of real inputs: every grammar of ``corpus/`` and
+1. ``costmodels.engine_shapes.compile_work`` (rules × positions) of real inputs: every grammar of ``corpus/`` and
    ``benchmarks/data/grammars-heldout*``, the schemas of ``benchmarks/data/jsonschemabench``,
    and with ``--schemas`` a JSONSchemaBench checkout's ``data/`` folder (every schema of
    Github_ultra, every ``--every``-th of the others), each schema converted by xgrammar's and
@@ -62,7 +62,7 @@ def _alarm(*_):
 
 def _measure(item: tuple[str, str | None]) -> dict:
     import gramopt
-    from gramopt.judge import compile_work
+    from gramopt.costmodels.engine_shapes import compile_work
     path, converter = item
     row = {"input": os.path.relpath(path, ROOT) if path.startswith(str(ROOT)) else path, "converter": converter}
     signal.signal(signal.SIGALRM, _alarm)
@@ -125,7 +125,7 @@ def main() -> None:
     print("\n## 2. xgrammar compile seconds against compile_work (Qwen vocabulary, 1 thread)\n")
     from many_rules import many_rules
     from gramopt.formats import parse
-    from gramopt.judge import compile_work
+    from gramopt.costmodels.engine_shapes import compile_work
     timed = []
     for n in map(int, args.trees.split(",")):
         text = many_rules(n)

@@ -346,10 +346,11 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
 def _too_large_to_check(grammar: Grammar, pm: PassManager) -> str | None:
     """Why ``grammar`` is written unchanged without any work, or None: the target promises
     engines whose check would compile an input above ``Limits.engine_check_size`` (in
-    ``judge.compile_work``). Their masks could not be compared within the budget, and an
+    ``costmodels.engine_shapes.compile_work``). Their masks could not be compared within the budget, and an
     output they have not compared is not written (the language check alone does not see an
     engine's form-dependent errors); the input is what keeps their masks, trivially."""
-    from .judge import compile_work, engines_for
+    from .costmodels.engine_shapes import compile_work
+    from .judge import engines_for
     limits, engines = pm.ctx.limits, engines_for(pm.ctx.target)[0]
     if limits.engine_check_steps <= 0 or not engines:
         return None

@@ -17,6 +17,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from .costmodels import kappa_of_bnf
+from .costmodels.engine_shapes import compile_work
 from .grammar import Grammar, lower
 from .grammar.ambiguity import Finding, ambiguity_findings
 from .grammar.analysis import Structure, structure
@@ -34,6 +35,7 @@ class Analysis:
     findings: tuple[Finding, ...]
     lines: dict  # rule name → source line (None when unknown)
     sac_growth: dict | None = None  # see sac_growth(); None for Lark grammars or no sentence
+    compile_work: int = 0  # costmodels.engine_shapes.compile_work: rules × positions, the engine check's size
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, default=list)
@@ -47,6 +49,7 @@ class Analysis:
             ("nonterminals |N| (canonical BNF)", self.nonterminals),
             ("productions", self.productions),
             ("kappa", self.kappa),
+            ("engine compile work", f"{self.compile_work:,} (the engine check's limit: {_check_limit():,})"),
             ("start rule", self.start),
             ("dialect", self.dialect),
         ]
@@ -76,6 +79,10 @@ class Analysis:
         if s.nullable:
             shown = ", ".join(s.nullable[:12]) + (" …" if len(s.nullable) > 12 else "")
             out.append(f"  nullable rules ({len(s.nullable)}): {shown}")
+        if self.compile_work > _check_limit():
+            issues.append((where, "note", f"its engine compile work is over the engine check's limit: optimize "
+                                          f"writes it unchanged for a target checked in the engines "
+                                          f"(--max-engine-check-size; --max-engine-check-steps 0)"))
         note = ambiguity_note(self.sac_growth)
         if note:
             issues.append((where, "note", note))
@@ -100,7 +107,13 @@ def analyze(grammar: Grammar) -> Analysis:
         findings=tuple(ambiguity_findings(grammar)),
         lines={r.name: (r.pos.line if r.pos else None) for r in grammar.rules},
         sac_growth=sac_growth(grammar),
+        compile_work=compile_work(grammar),
     )
+
+
+def _check_limit() -> int:
+    from .egraph import Limits
+    return Limits().engine_check_size
 
 
 SAC_SAMPLE_SYMBOLS = 48  # symbols of the sampled sentence the SAC is measured along

@@ -375,7 +375,7 @@ def test_work_limit_flag_reaches_the_limits():
 
 
 def test_compile_work_counts_lifted_rules_times_positions():
-    from gramopt.judge import compile_work
+    from gramopt.costmodels.engine_shapes import compile_work
     # root: itself, the repetition and the alternation inside it (xgrammar lifts both) = 3
     # rules; b: 1 rule. Positions: "a", b, "c" in root; "x", [0-9] in b = 5.
     g = ebnf('root ::= "a" (b | "c")*\nb ::= "x" [0-9]')
@@ -393,8 +393,8 @@ SIZED = 'root ::= "{" ws "\\"a\\"" ws ":" ws s ws "}"\ns ::= "\\"" c\nc ::= [a-z
 
 
 def test_an_input_too_large_to_check_in_the_engines_is_written_unchanged(xgrammar):
+    from gramopt.costmodels.engine_shapes import compile_work
     from gramopt.egraph import Limits
-    from gramopt.judge import compile_work
     from gramopt.passes import optimize
     g = ebnf(SIZED)
     work = compile_work(g)
@@ -427,6 +427,16 @@ def test_cli_engine_check_size_writes_the_input_unchanged(tmp_path, capsys, xgra
     assert "over the check's limit (1)" in capsys.readouterr().err
     from gramopt.optimizer.limits import WorkLimits
     assert WorkLimits(max_engine_check_size=5).engine_limits().engine_check_size == 5
+
+
+def test_analyze_reports_the_compile_work_and_the_limit(monkeypatch):
+    from gramopt import summary
+    a = summary.analyze(ebnf(SIZED))
+    text = a.format("g.ebnf")
+    assert f"engine compile work               {a.compile_work:,} (the engine check's limit: 1,000,000,000)" in text
+    assert "over the engine check's limit" not in text
+    monkeypatch.setattr(summary, "_check_limit", lambda: a.compile_work - 1)
+    assert "g.ebnf: note: its engine compile work is over the engine check's limit" in a.format("g.ebnf")
 
 
 def test_cli_flag_bad_value_is_a_usage_error(tmp_path, capsys):

@@ -3,6 +3,7 @@
     engine_costs(grammar, weights) -> {engine: EngineCost}     counted over the rules the start reaches
     worse_for(before, after) -> [(engine, what, before, after)]  every count that grew
     clearly_better_for(before, after) -> [(engine, what, before, after)]  every clear gain
+    compile_work(grammar) -> int          xgrammar's compile, quadratic in the rules: the engine check's size
 
 An engine's cost here is a vector, not a number: its calibrated cost model's static cost
 (``cost``: κ·w_κ + Σ node weights × shape counts + W_RECURSION per recursive reference, the
@@ -298,7 +299,41 @@ def clearly_better_for(before: dict, after: dict) -> list[tuple]:
     return out
 
 
+def compile_work(grammar: Grammar) -> int:
+    """What compiling ``grammar`` costs the engines the check compiles it in, in work units:
+    rules × positions, the rules as xgrammar counts them (each rule, and each nested
+    alternation or repetition, which it lifts into a rule of its own) and the positions its
+    atoms (literals, classes, references). xgrammar builds its token-mask cache with one
+    Earley parser per position, and each parser's construction is linear in the rules: its
+    compile is quadratic (with a 257-token vocabulary, a tree of 5,000 small rules compiles
+    in 2.9 s, of 10,000 in 15 s; 81% of it in ``EarleyParser::EarleyParser``), where
+    llguidance's and llama.cpp's are near-linear and far below it. The engine check compiles
+    the input and every candidate once per engine; ``egraph.Limits.engine_check_size``
+    bounds this figure of the input (``benchmarks/results/engine-check-size-2026-11-28.md``).
+    It is the rules term only: the vocabulary term, each position's scan of the 151,644
+    tokens, grows with a repetition of a broad class (Github_easy---o21459, 23 rules, work
+    5,408, has ``[^\\n\\r"\\\\]{5,160}`` and compiles in ~7 s) and is bounded by the expanded
+    size alone (``grammar.size.MAX_EXPANDED``)."""
+    def count(e, top: bool) -> tuple[int, int]:  # (lifted rules, atoms)
+        if isinstance(e, (Alt, Seq)):
+            rules, atoms = (0 if top or isinstance(e, Seq) else 1), 0
+            for x in e.items:
+                r, a = count(x, False)
+                rules, atoms = rules + r, atoms + a
+            return rules, atoms
+        if isinstance(e, Repeat):
+            r, a = count(e.item, False)
+            return r + 1, a
+        return 0, 1
+
+    rules = atoms = 0
+    for r in grammar.rules:
+        lifted, n = count(r.body, True)
+        rules, atoms = rules + 1 + lifted, atoms + n
+    return rules * atoms
+
+
 __all__ = ["CLEAR_GAIN", "DECISIVE", "ENGINE_SHAPES", "LOWERED_STAR_ENGINES", "ONE_BUDGET", "WIDE", "EngineCost",
-           "clearly_better_for", "counted_group", "engine_costs", "flat_atom", "flat_body", "lowered_repetitions",
-           "lowered_stars", "model_cost", "one_character", "one_character_rules", "reachable_part", "shape_counts",
+           "clearly_better_for", "compile_work", "counted_group", "engine_costs", "flat_atom", "flat_body",
+           "lowered_repetitions", "lowered_stars", "model_cost", "one_character", "one_character_rules", "reachable_part", "shape_counts",
            "wide_class", "worse_for"]

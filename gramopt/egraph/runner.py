@@ -40,8 +40,9 @@ class Limits:
     the inliner rewrites, ``engine_check_steps`` the judge's mask comparisons per engine
     (``gramopt.judge``: a JSON-schema grammar's check costs ~0.1-0.3 s in xgrammar; 0 turns
     the engine check off), ``engine_check_size`` the largest input it compiles in the engines,
-    in ``judge.compile_work`` (rules × positions: xgrammar's compile is quadratic; a larger
-    input is written unchanged, since no engine can vouch for an output of it within budget),
+    in ``costmodels.engine_shapes.compile_work`` (rules × positions: xgrammar's compile is
+    quadratic; a larger input is written unchanged, since no engine can vouch for an output of
+    it within budget),
     ``judge_repair_work`` the judge's repairs of a rejected output, in
     expanded symbols of the grammars they replay, compare and check (``judge.RepairWork``).
     All are work units (same input, same output on any machine)."""

@@ -47,7 +47,7 @@ from typing import Callable
 from ..grammar import Grammar, GrammarError
 from ..grammar.expr import refs
 from ..grammar.size import grammar_size
-from .masks import ENGINE_NAMES, EngineCheck, MaskDifference, NotChecked, compile_work, installed, warm
+from .masks import ENGINE_NAMES, EngineCheck, MaskDifference, NotChecked, installed, warm
 
 MAX_DROPS = 2       # passes dropped (the pipeline rerun without them) before the fallbacks
 MAX_RULE_SETS = 6   # rule sets restored per culprit (the single rules first, then all of them)
@@ -452,5 +452,5 @@ def restore(grammar: Grammar, original: Grammar, names) -> Grammar | None:
 
 
 __all__ = ["ENGINE_NAMES", "MAX_DROPS", "MAX_RULE_SETS", "MaskDifference", "Optimizer", "RepairWork", "Verdict",
-           "changed_rules", "compile_work",
+           "changed_rules",
            "engine_versions", "engines_for", "judge", "restore", "rule_sets"]

@@ -582,42 +582,6 @@ def _unbounded_why(side: str, rule: str) -> str:
     return f"not asked: the {side}'s self-concatenation {rule} → {rule} {rule} makes its masks take seconds each"
 
 
-def compile_work(grammar: Grammar) -> int:
-    """What compiling ``grammar`` costs the engines the check compiles it in, in work units:
-    rules × positions, the rules as xgrammar counts them (each rule, and each nested
-    alternation or repetition, which it lifts into a rule of its own) and the positions its
-    atoms (literals, classes, references). xgrammar builds its token-mask cache with one
-    Earley parser per position, and each parser's construction is linear in the rules: its
-    compile is quadratic (with a 257-token vocabulary, a tree of 5,000 small rules compiles
-    in 2.9 s, of 10,000 in 15 s; 81% of it in ``EarleyParser::EarleyParser``), where
-    llguidance's and llama.cpp's are near-linear and far below it. The engine check compiles
-    the input and every candidate once per engine; ``egraph.Limits.engine_check_size``
-    bounds this figure of the input (``benchmarks/results/engine-check-size-2026-11-28.md``).
-    It is the rules term only: the vocabulary term, each position's scan of the 151,644
-    tokens, grows with a repetition of a broad class (Github_easy---o21459, 23 rules, work
-    5,408, has ``[^\\n\\r"\\\\]{5,160}`` and compiles in ~7 s) and is bounded by the expanded
-    size alone (``grammar.size.MAX_EXPANDED``)."""
-    from ..grammar import Alt, Repeat, Seq
-
-    def count(e, top: bool) -> tuple[int, int]:  # (lifted rules, atoms)
-        if isinstance(e, (Alt, Seq)):
-            rules, atoms = (0 if top or isinstance(e, Seq) else 1), 0
-            for x in e.items:
-                r, a = count(x, False)
-                rules, atoms = rules + r, atoms + a
-            return rules, atoms
-        if isinstance(e, Repeat):
-            r, a = count(e.item, False)
-            return r + 1, a
-        return 0, 1
-
-    rules = atoms = 0
-    for r in grammar.rules:
-        lifted, n = count(r.body, True)
-        rules, atoms = rules + 1 + lifted, atoms + n
-    return rules * atoms
-
-
 def difference(engine: str, original: Grammar, candidate: Grammar, steps: int, texts: tuple[bytes, ...] = (),
                samples: tuple[bytes, ...] = ()) -> MaskDifference | None:
     """``EngineCheck(engine, original, steps, texts, samples=samples).difference(candidate)``
@@ -627,6 +591,5 @@ def difference(engine: str, original: Grammar, candidate: Grammar, steps: int, t
     return EngineCheck(engine, original, steps, texts, samples=samples).difference(candidate)
 
 
-__all__ = ["BYTES_DECIDE_SHARE", "ENGINE_NAMES", "LLAMA_BYTE_SHARE", "STEP_SHARE", "EngineCheck", "MaskDifference", "NotChecked",
-           "compile_work", "difference", "encode",
+__all__ = ["BYTES_DECIDE_SHARE", "ENGINE_NAMES", "LLAMA_BYTE_SHARE", "STEP_SHARE", "EngineCheck", "MaskDifference", "NotChecked", "difference", "encode",
            "input_mask_wrong", "installed", "one_side_only", "warm"]

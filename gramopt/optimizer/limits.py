@@ -47,7 +47,7 @@ class WorkLimits:
         "input's in every engine the target promises (gramopt.judge)", engine="engine_check_steps")
     max_engine_check_size: int | None = limit(
         "work limit of the engine check, the largest input it compiles in the engines, in rules × "
-        "positions (default: egraph.Limits.engine_check_size; gramopt.judge.compile_work): a larger "
+        "positions (default: egraph.Limits.engine_check_size; costmodels.engine_shapes.compile_work): a larger "
         "input is written unchanged, the stop reason printed (--max-engine-check-steps 0 optimizes "
         "it with the language check alone)", engine="engine_check_size")
     max_judge_repairs: int | None = limit(
