@@ -439,11 +439,13 @@ def _measure_engine(loader, e, text_a, text_b, da, db, identical, eos, tests, re
         times, diff, verdict = step(loader, e, [ca, cc, cb], toks, None if cut else eos,
                                     0 if identical else e_repeats)
         n_steps += len(toks)
-        if diff["output"] is not None and valid != "invalid" and input_was_wrong(
+        if diff["output"] is not None and input_was_wrong(
                 recognizer(), loader.env.vocab, toks[:diff["output"]], diff["only"]):
-            # on a member of the language (a valid instance, a derived sentence), at the first step
-            # where the masks differ, the input's mask is the engine's error and the output's the
-            # language's (the reference recognizer decides each token, as the judge does)
+            # at the first step where the masks differ, after a prefix of the language (any instance's,
+            # an invalid one's too up to where it leaves the language: the recognizer decides), the
+            # input's mask is the engine's error and the output's the language's (the reference
+            # recognizer decides each token, as the judge does); the input may then die on that
+            # token, so the instance's verdicts are not compared
             corrected.append(f"instance {k} ({valid}) step {diff['output']}")
         elif diff["output"] is not None and first_diff is None:
             first_diff = f"instance {k} step {diff['output']}"
