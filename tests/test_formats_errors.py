@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from gramopt.formats import parse
 from gramopt.formats.ebnf import parse_ebnf, with_llamacpp_names, write_ebnf
 from gramopt.formats.goebnf import parse_goebnf
-from gramopt.grammar import GrammarError
+from gramopt.grammar import GrammarError, Repeat, walk
 from examples import examples
 
 DEEP = 5000
@@ -157,4 +157,20 @@ def test_readers_raise_only_grammar_error(text, dialect):
     except GrammarError as e:
         assert "cannot be written" in e.message
         return
-    assert parse_ebnf(written, target) == (with_llamacpp_names(g) if target == "gbnf" else g)
+    back = parse_ebnf(written, target)
+    if target == "gbnf" and any(isinstance(e, Repeat) and isinstance(e.item, Repeat)
+                                for r in g.rules for e in walk(r.body)):
+        # GBNF writes a repetition of a repetition respelled (``(x+)?`` as ``x*``: llguidance's
+        # reader breaks on the nest; ``formats.ebnf._unnested_repeat``, same language), so the
+        # text read back is not the same tree: it is a fixed point of writing instead
+        assert write_ebnf(back, target) == written
+        return
+    assert back == (with_llamacpp_names(g) if target == "gbnf" else g)
+
+
+def test_a_nested_repetition_round_trips_through_gbnf_as_its_respelling():
+    # found by the property above: `( [0-9]+)?` reads as a repetition of a repetition
+    g = parse('root ::= "a" ([0-9]+)?\n', "gbnf")
+    written = write_ebnf(g, "gbnf")
+    assert written.strip() == 'root ::= "a" [0-9]*'
+    assert write_ebnf(parse_ebnf(written, "gbnf"), "gbnf") == written
