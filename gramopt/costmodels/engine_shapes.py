@@ -335,5 +335,5 @@ def compile_work(grammar: Grammar) -> int:
 
 __all__ = ["CLEAR_GAIN", "DECISIVE", "ENGINE_SHAPES", "LOWERED_STAR_ENGINES", "ONE_BUDGET", "WIDE", "EngineCost",
            "clearly_better_for", "compile_work", "counted_group", "engine_costs", "flat_atom", "flat_body",
-           "lowered_repetitions", "lowered_stars", "model_cost", "one_character", "one_character_rules", "reachable_part", "shape_counts",
-           "wide_class", "worse_for"]
+           "lowered_repetitions", "lowered_stars", "model_cost", "one_character", "one_character_rules", "reachable_part",
+           "shape_counts", "wide_class", "worse_for"]
