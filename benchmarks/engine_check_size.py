@@ -123,9 +123,10 @@ def main() -> None:
         print(f"| {r['input']} | {r['converter'] or '-'} | {r['rules']:,} | {r['work']:,} | {r['work'] / limit:.2f} |")
 
     print("\n## 2. xgrammar compile seconds against compile_work (Qwen vocabulary, 1 thread)\n")
+    import gramopt
     from many_rules import many_rules
-    from gramopt.formats import parse
     from gramopt.costmodels.engine_shapes import compile_work
+    from gramopt.formats import parse, write
     timed = []
     for n in map(int, args.trees.split(",")):
         text = many_rules(n)
@@ -137,8 +138,6 @@ def main() -> None:
         path = str(ROOT / r["input"]) if not os.path.isabs(r["input"]) else r["input"]
         try:
             if r["converter"]:
-                from gramopt.formats import write
-                import gramopt
                 s = _compile_seconds(None, write(gramopt.read(path, converter="xgrammar"), "ebnf"))
             else:
                 s = _compile_seconds(path)

@@ -44,12 +44,13 @@ class Analysis:
         """A readable report: a size table, then one line per finding."""
         s = self.structure
         where = path or "<grammar>"
+        limit = _check_limit()
         rows = [
             ("rules", self.rules),
             ("nonterminals |N| (canonical BNF)", self.nonterminals),
             ("productions", self.productions),
             ("kappa", self.kappa),
-            ("engine compile work", f"{self.compile_work:,} (the engine check's limit: {_check_limit():,})"),
+            ("engine compile work", f"{self.compile_work:,} (the engine check's limit: {limit:,})"),
             ("start rule", self.start),
             ("dialect", self.dialect),
         ]
@@ -79,7 +80,7 @@ class Analysis:
         if s.nullable:
             shown = ", ".join(s.nullable[:12]) + (" …" if len(s.nullable) > 12 else "")
             out.append(f"  nullable rules ({len(s.nullable)}): {shown}")
-        if self.compile_work > _check_limit():
+        if self.compile_work > limit:
             issues.append((where, "note", f"its engine compile work is over the engine check's limit: optimize "
                                           f"writes it unchanged for a target checked in the engines "
                                           f"(--max-engine-check-size; --max-engine-check-steps 0)"))

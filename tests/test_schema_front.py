@@ -154,6 +154,17 @@ def test_llguidance_target_falls_back_where_llama_cpps_converter_refuses(tmp_pat
 
 
 @pytest.mark.skipif(not HAVE_LLAMA, reason="llama-cpp-python not installed")
+def test_without_the_fallback_converter_the_refusal_stands(tmp_path, capsys, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "xgrammar" else real(n, *a))
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "[a-z]+"}}, "required": ["id"]}
+    assert _run(_schema(tmp_path, schema), "--target", "llguidance", "-o", tmp_path / "o.gbnf") == 2
+    err = capsys.readouterr().err
+    assert "llama.cpp's JSON Schema converter refused the schema: Pattern must start with" in err
+    assert "instead" not in err and "pip install" not in err
+
+
+@pytest.mark.skipif(not HAVE_LLAMA, reason="llama-cpp-python not installed")
 def test_the_fallback_drops_what_the_refusing_converter_said():
     # llama.cpp's converter writes `[\\d]`, which llama.cpp itself refuses, and ignores multipleOf:
     # its ignored-keyword line would describe a grammar that is not the one written

@@ -141,9 +141,8 @@ def _convert_with_diagnostics(schema: Schema, converter: str) -> tuple[str, str,
     """(grammar text, its dialect, the converter's own diagnostics)."""
     if converter not in CONVERTERS:
         raise GrammarError(f"unknown JSON Schema converter '{converter}' (known: {', '.join(CONVERTERS)})")
-    import importlib.util
     where = SourcePos(schema.line, 1)
-    if importlib.util.find_spec(_MODULE[converter]) is None:
+    if not converter_installed(converter):
         raise GrammarError(f"converting a JSON Schema for this target needs {converter}'s converter: "
                            f"pip install {_PACKAGE[converter]}", where, schema.path)
     try:
@@ -324,13 +323,18 @@ def conversion_warning(converter: str, ignored: list[str], said: list[str]) -> s
     return "; ".join(parts) or None
 
 
+def converter_installed(converter: str) -> bool:
+    """Whether ``converter``'s package can be imported (found, not imported: xgrammar's import
+    costs seconds)."""
+    import importlib.util
+    return importlib.util.find_spec(_MODULE[converter]) is not None
+
+
 def installed_converter(preferred: str, fallback: str | None) -> str:
     """``preferred`` when its package is installed, else ``fallback`` when that one is (a
     target whose engine reads either grammar: ``Target.schema_fallback``), else
     ``preferred`` (whose absence ``convert_text`` then names)."""
-    import importlib.util
-    if fallback and importlib.util.find_spec(_MODULE[preferred]) is None \
-            and importlib.util.find_spec(_MODULE[fallback]) is not None:
+    if fallback and not converter_installed(preferred) and converter_installed(fallback):
         return fallback
     return preferred
 
@@ -365,7 +369,7 @@ def convert_for_target(schema: Schema, target, converter: str | None = None,
     try:
         grammar, version = convert_for(schema, used, warnings, instead_of=preferred)
     except GrammarError as e:  # the target's own converter refuses it: the fallback, said
-        if not fallback or used == fallback or installed_converter(fallback, None) != fallback:
+        if not fallback or used == fallback or not converter_installed(fallback):
             raise
         if warnings is not None:
             del warnings[before:]  # what the refusing converter said is not about the grammar written
