@@ -265,7 +265,6 @@ def test_any_character_is_written_so_every_engine_reads_it():
         assert not m.is_error(), m.get_error()
 
 
-
 def test_any_character_in_a_pinned_rule_is_left_as_written():
     """A rule with xgrammar's assertion is the engine's own form (``Rule.pinned``): like every
     reshaping, the any-character spelling leaves it as written."""
