@@ -63,14 +63,19 @@ TEXT = '{"a": "jenkins build output for the nightly pipeline \\n and more words 
 
 def measure(engines: list[str], repeats: int) -> dict:
     """{engine: {form: {"median_ms", "max_ms"}, "masks_equal": bool}} along ``TEXT``."""
+    from gramopt.engines import ENGINES
+    from gramopt.engines.base import Env
     from gramopt.formats import parse
-    from gramopt.judge.masks import _adapter, encode, installed
-    toks = encode(TEXT.encode())
+    from gramopt.judge.masks import installed
+    from gramopt.runtime.vocab import Vocab
+    env = Env.create(Vocab.qwen())  # Qwen's whole vocabulary, not the judge's part of it
+    toks = env.tokenizer.encode(TEXT)
     out = {}
     for eng in engines:
         if not installed(eng):
             continue
-        ad = _adapter(eng)
+        ad = ENGINES[eng](env)
+        ad.prepare()
         matchers = {f: ad.matcher(ad.compile(parse("\n".join(lines) + "\n", "gbnf"))) for f, lines in FORMS.items()}
         best = {f: [float("inf")] * len(toks) for f in FORMS}
         equal = True

@@ -49,7 +49,8 @@ class Env:
 
     @property
     def is_qwen(self) -> bool:
-        return self.tokenizer.encoder is not None
+        """Qwen's tiktoken vocabulary, or a part of it (the judge's, ``judge.vocabulary``)."""
+        return self.tokenizer.encoder is not None or self.vocab.name.startswith("qwen.tiktoken/")
 
 
 class EngineMatcher:

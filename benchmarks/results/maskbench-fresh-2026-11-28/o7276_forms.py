@@ -10,7 +10,6 @@ import numpy as np
 
 import gramopt.costmodels.engine_shapes as ES
 from gramopt.formats import parse, read
-from gramopt.judge import masks as M
 from gramopt.transforms.reshape import flat_stars as FS
 from gramopt.verify import check_equivalence
 
@@ -49,9 +48,13 @@ def main() -> None:
              "output, rule stars right-recursive": parse(right_recursive(open(OUT).read()), "ebnf"),
              "output, stars flat (WIDE 64)": flat}
     assert all(check_equivalence(out, g).ok for g in list(forms.values())[2:])
-    M.warm(["xgrammar"])
-    ad, env = M._adapter("xgrammar"), M._env()
-    toks = [M.encode(json.dumps(t["data"]).encode()) for t in tests]
+    from gramopt.engines import ENGINES
+    from gramopt.engines.base import Env
+    from gramopt.runtime.vocab import Vocab
+    env = Env.create(Vocab.qwen())  # Qwen's whole vocabulary (the judge asks about a part of it)
+    ad = ENGINES["xgrammar"](env)
+    ad.prepare()
+    toks = [env.tokenizer.encode(json.dumps(t["data"])) for t in tests]
     for name, g in forms.items():
         b = p95_along(ad, env, g, toks)
         print(f"{name:36s} p50 {np.percentile(b, 50) * 1e6:8.1f} us  p95 {np.percentile(b, 95) * 1e6:8.1f} us  "
