@@ -117,6 +117,42 @@ def test_a_self_concatenating_candidate_is_not_stepped(xgrammar):
     assert check.spent == 0
 
 
+# llguidance 1.9.1 never returns from the mask after "aba" here (a random grammar of
+# test_optimize_hypothesis hung the suite's worker for its 15-minute timeout)
+ENDLESS = 'root ::= root | "a" | root | "" | B | A "ab"\nA ::= "ab"*\nB ::= "a" A "ab" A ("ab" | A)\n'
+
+
+@pytest.mark.parametrize("src, names", [
+    ('root ::= A "ab"\nA ::= "ab"*\n', ["A"]),
+    ('root ::= "x" A "b" "y"\nA ::= "a" [b]*\n', ["A"]),
+    ('root ::= S "ab"\nS ::= A\nA ::= "ab"+\n', ["S", "A"]),
+    ('root ::= A "c"\nA ::= "ab"*\n', []),           # what follows cannot continue it
+    ('root ::= A "ab"\nA ::= "ab"* "x"\n', []),       # it cannot end inside the star
+    ('root ::= A "b"\nA ::= "b"{0,3}\n', []),         # bounded
+    ('root ::= A "ab"\nA ::= [a-b]*\n', []),          # a class of two code points: returns
+    ('root ::= A "b"\nA ::= ("a" | "b")*\n', []),     # an alternation: returns
+    ('root ::= ("ab")* "ab"\n', []),                   # the start is no lexeme
+])
+def test_endless_lexemes_start_goal(src, names):
+    from gramopt.costmodels.engine_shapes import endless_lexemes, unbounded_rules
+    g = parse(src, "gbnf")
+    assert endless_lexemes(g) == names == unbounded_rules(g, "llguidance")
+    assert unbounded_rules(g, "llama.cpp") == []
+
+
+def test_llguidance_is_not_asked_about_a_lexeme_it_may_never_finish():
+    """The check in llguidance would not return on ENDLESS: it is a NotChecked naming the
+    rule, and the optimizer finishes on it with the llguidance target."""
+    pytest.importorskip("llguidance")
+    from gramopt.judge import masks
+    from gramopt.passes import optimize
+    g = parse(ENDLESS, "gbnf")
+    with pytest.raises(masks.NotChecked, match=r"lexeme A may end inside a repetition"):
+        masks.EngineCheck("llguidance", g, steps=10)
+    out = optimize(g, target="llguidance", verify=False).grammar
+    assert check_equivalence(g, out).ok
+
+
 def test_the_inputs_own_engine_error_is_not_held_against_the_candidate(xgrammar):
     # the other way round the candidate's masks are the language's: the input is xgrammar's error
     check = xgrammar.EngineCheck("xgrammar", ebnf(ASSERTED), steps=200)

@@ -40,8 +40,11 @@ The shapes, each with the measurement behind it (``../shared/ENGINES.md``,
 Unbounded (``unbounded_rules``): a self-concatenation X → X X or X → α X* (``grammar.ambiguity.
 self_concatenations``) makes xgrammar's (0.2.8) mask time grow with every byte read (an
 obfuscated corpus grammar, ``rep ::= rep rep | c``: 0.2 s for the first mask, 2.7 s at the
-third token, 12 s at the seventh). No count prices that: the guard takes any candidate without
-one as no slower there, and the judge does not step xgrammar on such an input.
+third token, 12 s at the seventh). A lexeme that may end inside a repetition the next lexeme
+may continue (``endless_lexemes``) makes llguidance (1.9.1) loop forever in a mask
+(``root ::= A "ab"``, ``A ::= "ab"*``: the mask after ``aba`` never returns). No count prices
+either: the guard takes any candidate without one as no slower there, and the judge does not
+step that engine on such an input.
 
 Lowered stars (``lowered_stars``): a repetition whose body is not flat and whose iteration may
 be one character of a wide class is a helper rule in xgrammar (0.2.8) that ends inside nearly
@@ -70,7 +73,7 @@ from dataclasses import dataclass, field
 
 from ..grammar import Alt, CharClass, Epsilon, Expr, Grammar, Literal, Repeat, Ref, Seq, refs, walk
 from ..grammar.ambiguity import self_concatenations
-from ..grammar.analysis import nullable_rules, reachable_rules, recursive_references, structure
+from ..grammar.analysis import nullable_expr, nullable_rules, reachable_rules, recursive_references, structure
 from .calibration import generic_node_weights, static_features
 from .objective import W_RECURSION
 
@@ -91,7 +94,7 @@ DECISIVE = {"xgrammar": ("left_recursions", "ambiguity"), "llguidance": ("recurs
             "llama.cpp": ("left_recursions", "ambiguity")}
 
 
-UNBOUNDED_ENGINES = ("xgrammar",)
+UNBOUNDED_ENGINES = ("xgrammar", "llguidance")
 LOWERED_STAR_ENGINES = ("xgrammar",)
 
 
@@ -203,8 +206,81 @@ def one_character(e: Expr, ones) -> bool:
 
 def unbounded_rules(g: Grammar, engine: str) -> list[str]:
     """The rules of ``g`` whose shape leaves ``engine``'s mask time unbounded (the module
-    docstring's "Unbounded"): its self-concatenations for xgrammar, none elsewhere."""
-    return self_concatenations(g) if engine in UNBOUNDED_ENGINES else []
+    docstring's "Unbounded"): its self-concatenations for xgrammar, its endless lexemes for
+    llguidance, none elsewhere."""
+    if engine == "xgrammar":
+        return self_concatenations(g)
+    if engine == "llguidance":
+        return endless_lexemes(g)
+    return []
+
+
+def endless_lexemes(g: Grammar) -> list[str]:
+    """The reachable rules llguidance lexes (``grammar.analysis.lexical_rules``: one greedy
+    lexeme each) whose string may end inside an unbounded repetition of one literal (``s*``,
+    ``s+``, a class of one code point as well; nothing but nullable parts after it) whose first
+    code point may follow the rule (``grammar.follow.follow_sets``). On such a rule llguidance
+    1.9.1 may loop forever in a mask once the text is where the lexeme could go on or end, when
+    the literal that follows and ``s`` begin alike: ``root ::= A "ab"``, ``A ::= "ab"*`` after
+    ``aba`` (found by a random grammar of ``tests/test_optimize_hypothesis.py``); ``A ::= "b"+``
+    or ``"a" [b]*`` before ``"b"``. Measured to return: a repetition of a class of several code
+    points or of an alternation (``[a-b]*`` before ``"ab"``, ``("a" | "b")*`` before ``"b"``:
+    white space before a newline), and ``"ab"*`` before ``"b"``. The test is wider than the loop
+    (``"b"*`` before ``[a-b]`` returns; FOLLOW is over every rule): a rule it names is only
+    one that engine is not asked about. Lark grammars (their own terminals) have none."""
+    from ..grammar.analysis import lexical_rules
+    from ..grammar.dialects import token_atoms
+    if token_atoms(g.dialect):
+        return []
+    lexical = lexical_rules(g)
+    if not lexical:
+        return []
+    nullable = nullable_rules(g)
+    bodies = {r.name: r.body for r in g.rules}
+    tails: dict[str, set] = {}
+
+    def tail(e: Expr) -> set:
+        """The first code points (as ranges) of the literals whose unbounded repetitions a
+        string of ``e`` may end inside."""
+        if isinstance(e, Repeat):
+            lit = _one_literal(e.item) if e.max is None else None
+            return tail(e.item) | ({(lit, lit)} if lit is not None else set())
+        if isinstance(e, Seq):
+            out: set = set()
+            for item in reversed(e.items):
+                out |= tail(item)
+                if not nullable_expr(item, nullable):
+                    break
+            return out
+        if isinstance(e, Alt):
+            return set().union(*(tail(x) for x in e.items))
+        if isinstance(e, Ref) and e.name in lexical and e.name in bodies:
+            if e.name not in tails:  # lexical rules are not recursive: this ends
+                tails[e.name] = tail(bodies[e.name])
+            return tails[e.name]
+        return set()
+
+    reachable = reachable_rules(g)
+    ending = [n for n in reachable if n in lexical and tail(Ref(n))]
+    if not ending:
+        return []
+    from ..grammar.follow import follow_sets
+    follow = follow_sets(g)
+    return [n for n in ending if _overlap(follow[n].ranges, tails[n])]
+
+
+def _one_literal(e: Expr) -> int | None:
+    """The first code point of a literal, or of a class of one code point (the same lexeme
+    to llguidance); None for anything else."""
+    if isinstance(e, CharClass):
+        points = e.code_points()
+        return points[0][0] if len(points) == 1 and points[0][0] == points[0][1] else None
+    return ord(e.text[0]) if isinstance(e, Literal) and e.text else None
+
+
+def _overlap(a, b) -> bool:
+    """Whether two collections of inclusive code-point ranges share a code point."""
+    return any(lo <= hi2 and lo2 <= hi for lo, hi in a for lo2, hi2 in b)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,9 @@ check can miss a difference, never invent one.
 
 Not asked. An engine is not asked about an input whose shape leaves its mask time unbounded
 (``costmodels.engine_shapes.unbounded_rules``: xgrammar 0.2.8 on a self-concatenation X → X X,
-masks that grow with every byte read), since no step budget bounds the check then. It is a
+masks that grow with every byte read; llguidance 1.9.1 on a lexeme that may end inside a
+repetition the next lexeme may continue, masks that may never return), since no step budget
+bounds the check then. It is a
 ``NotChecked``: the other engines and the language check judge the candidate, and the report
 names why that engine did not. A candidate with such a shape, where the input has none, is
 refused there without a mask asked (a ``MaskDifference`` naming the rule).
@@ -288,7 +290,7 @@ class EngineCheck:
             raise NotChecked(f"{engine} is not installed")
         costly = unbounded_rules(original, engine)
         if costly:
-            raise NotChecked(f"{engine} is {_unbounded_why('input', costly[0])}")
+            raise NotChecked(f"{engine} is {_unbounded_why(engine, 'input', costly[0])}")
         self.engine, self.original, self.seed = engine, original, seed
         self.budget = steps   # the judge's, before the engine's share
         self.steps = max(1, int(steps * STEP_SHARE[engine])) if steps > 0 else 0
@@ -422,7 +424,7 @@ class EngineCheck:
     def _difference(self, candidate: Grammar) -> MaskDifference | None:
         costly = unbounded_rules(candidate, self.engine)
         if costly:  # the input has none (else no check): a candidate whose masks take seconds is refused
-            return MaskDifference(self.engine, refused=_unbounded_why("candidate", costly[0]))
+            return MaskDifference(self.engine, refused=_unbounded_why(self.engine, "candidate", costly[0]))
         if self.engine == "llguidance":
             if self._byte_trace is None and not token_atoms(self.original.dialect):
                 from ..engines.llguidance import ByteTrace
@@ -574,8 +576,11 @@ def _byte_difference(engine: str, prefix: bytes, only_input: list[int], only_can
                           len(only_input), len(only_candidate), "sentence, byte vocabulary")
 
 
-def _unbounded_why(side: str, rule: str) -> str:
-    """Why an engine is not asked about ``side``'s grammar (``unbounded_rules``: its rule ``rule``)."""
+def _unbounded_why(engine: str, side: str, rule: str) -> str:
+    """Why ``engine`` is not asked about ``side``'s grammar (``unbounded_rules``: its rule ``rule``)."""
+    if engine == "llguidance":
+        return (f"not asked: the {side}'s lexeme {rule} may end inside a repetition that what follows it "
+                f"may continue, where llguidance's masks may never return")
     return f"not asked: the {side}'s self-concatenation {rule} → {rule} {rule} makes its masks take seconds each"
 
 
