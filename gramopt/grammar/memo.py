@@ -40,25 +40,44 @@ def rules_key(g: Grammar) -> tuple:
 class IdentityMemo:
     """The last ``size`` results of ``fn``, keyed by ``key(grammar)``; each entry holds the
     grammar it was computed from (module docstring). Thread-safe: a hit or a store is one
-    step under a lock; ``fn`` runs outside it."""
+    step under a lock; ``fn`` runs outside it, once per key at a time: a thread asking for a
+    key another thread is computing waits for that result (the judge's engine checks, one
+    thread each, ask for one input's sentences at once), unless it is that thread (``fn``
+    asking again for its own key computes it again, as without a memo)."""
 
     def __init__(self, size: int, key: Callable[[Grammar], Hashable] = identity_key):
         self.size, self.key = size, key
         self.entries: OrderedDict = OrderedDict()
         self.lock = threading.Lock()
+        self.running: dict = {}  # key -> (the computing thread's id, an Event set when it is done)
 
     def get(self, g: Grammar, fn: Callable[[Grammar], T]) -> T:
         k = self.key(g)
-        with self.lock:
-            hit = self.entries.get(k)
-            if hit is not None:
-                self.entries.move_to_end(k)
-                return hit[1]
-        value = fn(g)
-        with self.lock:
-            self.entries[k] = (g, value)
-            while len(self.entries) > self.size:
-                self.entries.popitem(last=False)
+        me = threading.get_ident()
+        while True:
+            with self.lock:
+                hit = self.entries.get(k)
+                if hit is not None:
+                    self.entries.move_to_end(k)
+                    return hit[1]
+                other = self.running.get(k)
+                if other is None or other[0] == me:
+                    if other is None:
+                        self.running[k] = (me, threading.Event())
+                    break
+            other[1].wait()  # then a hit, or (it raised) this thread computes
+        try:
+            value = fn(g)
+            with self.lock:
+                self.entries[k] = (g, value)
+                while len(self.entries) > self.size:
+                    self.entries.popitem(last=False)
+        finally:
+            with self.lock:
+                owner = self.running.get(k)
+                if owner is not None and owner[0] == me:
+                    del self.running[k]
+                    owner[1].set()
         return value
 
     def clear(self) -> None:

@@ -58,15 +58,32 @@ def sentences(grammar: Grammar, n: int = SENTENCES, seed: int = 0, max_depth: in
     return list(memo.get(grammar, lambda g: tuple(_sentences(g, n, seed, max_depth))))
 
 
+_DERIVABLE = IdentityMemo(4)
+
+
+def _derivable(grammar: Grammar):
+    """(the compiled grammar, its ``heights``) to derive sentences from, or None (a Lark
+    grammar, an empty language); remembered: random and covering sentences both need them,
+    and on a counted repetition of 32,767 they take a second."""
+    def make(g: Grammar):
+        from ..verify.derivations import heights
+        from ..verify.symbols import compile_grammar
+        if token_atoms(g.dialect):
+            return None
+        cg = compile_grammar(g)
+        if cg.empty or cg.atoms is not None:
+            return None
+        return cg, heights(cg)
+    return _DERIVABLE.get(grammar, make)
+
+
 def _sentences(grammar: Grammar, n: int, seed: int, max_depth: int) -> list[bytes]:
-    from ..verify.derivations import heights, random_sentence
-    from ..verify.symbols import compile_grammar
-    if token_atoms(grammar.dialect):
+    from ..verify.derivations import random_sentence
+    made = _derivable(grammar)
+    if made is None:
         return []
-    cg = compile_grammar(grammar)
-    if cg.empty or cg.atoms is not None:
-        return []
-    rng, hts = random.Random(seed), heights(cg)
+    cg, hts = made
+    rng = random.Random(seed)
     out = dict.fromkeys(bytes(random_sentence(cg, rng, max_depth, hts)) for _ in range(n))
     return list(out)
 
@@ -78,14 +95,12 @@ def covering_texts(grammar: Grammar, max_bytes: int = COVER_BYTES, seed: int = 0
     covering_sentences``); none for a Lark grammar or an empty language. Random sentences
     rarely reach a state that needs a deep or unlikely choice (a non-empty whitespace after
     the ``[`` of one optional property, 17 rules down): these aim at each such choice."""
-    from ..verify.derivations import covering_sentences, heights
-    from ..verify.symbols import compile_grammar
-    if token_atoms(grammar.dialect):
+    from ..verify.derivations import covering_sentences
+    made = _derivable(grammar)
+    if made is None:
         return []
-    cg = compile_grammar(grammar)
-    if cg.empty or cg.atoms is not None:
-        return []
-    found = covering_sentences(cg, random.Random(seed), heights(cg), max_bytes)
+    cg, hts = made
+    found = covering_sentences(cg, random.Random(seed), hts, max_bytes)
     return list(dict.fromkeys(bytes(s) for s in found))
 
 
