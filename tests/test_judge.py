@@ -140,6 +140,20 @@ def test_endless_lexemes_start_goal(src, names):
     assert unbounded_rules(g, "llama.cpp") == []
 
 
+def test_endless_lexemes_reads_bounded_repetitions_nested_thousands_deep():
+    """llama.cpp's converter writes x{0,N} as N nested optionals (a RecursionError once, on
+    two JSONSchemaBench schemas under --target llguidance)."""
+    from gramopt.costmodels.engine_shapes import endless_lexemes
+    from gramopt.grammar import Grammar, Literal, Ref, Repeat, Rule, seq
+    body = Repeat(Literal("ab"), 0, None)
+    for _ in range(5000):
+        body = Repeat(seq(Literal("x"), body), 0, 1)
+    g = Grammar((Rule("root", seq(Ref("A"), Literal("ab"))), Rule("A", body)), "root")
+    assert endless_lexemes(g) == ["A"]
+    g2 = Grammar((Rule("root", seq(Ref("A"), Literal("c"))), Rule("A", body)), "root")
+    assert endless_lexemes(g2) == []
+
+
 def test_llguidance_is_not_asked_about_a_lexeme_it_may_never_finish():
     """The check in llguidance would not return on ENDLESS: it is a NotChecked naming the
     rule, and the optimizer finishes on it with the llguidance target."""

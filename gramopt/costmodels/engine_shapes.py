@@ -236,37 +236,61 @@ def endless_lexemes(g: Grammar) -> list[str]:
     if not lexical:
         return []
     nullable = nullable_rules(g)
-    bodies = {r.name: r.body for r in g.rules}
     tails: dict[str, set] = {}
-
-    def tail(e: Expr) -> set:
-        """The first code points (as ranges) of the literals whose unbounded repetitions a
-        string of ``e`` may end inside."""
-        if isinstance(e, Repeat):
-            lit = _one_literal(e.item) if e.max is None else None
-            return tail(e.item) | ({(lit, lit)} if lit is not None else set())
-        if isinstance(e, Seq):
-            out: set = set()
-            for item in reversed(e.items):
-                out |= tail(item)
-                if not nullable_expr(item, nullable):
-                    break
-            return out
-        if isinstance(e, Alt):
-            return set().union(*(tail(x) for x in e.items))
-        if isinstance(e, Ref) and e.name in lexical and e.name in bodies:
-            if e.name not in tails:  # lexical rules are not recursive: this ends
-                tails[e.name] = tail(bodies[e.name])
-            return tails[e.name]
-        return set()
-
-    reachable = reachable_rules(g)
-    ending = [n for n in reachable if n in lexical and tail(Ref(n))]
+    for rule in _in_dependency_order(g, lexical):  # lexical rules name only lexical rules, none recursive
+        tails[rule.name] = _tail_literals(rule.body, nullable, tails)
+    ending = [n for n in reachable_rules(g) if tails.get(n)]
     if not ending:
         return []
     from ..grammar.follow import follow_sets
     follow = follow_sets(g)
     return [n for n in ending if _overlap(follow[n].ranges, tails[n])]
+
+
+def _tail_literals(e: Expr, nullable: set[str], tails: dict[str, set]) -> set:
+    """The first code points (as ranges) of the literals whose unbounded repetitions a string
+    of ``e`` may end inside (``_one_literal``; a rule named at the end adds its ``tails``).
+    Iterative: the bounded repetitions llama.cpp's converter writes nest thousands deep."""
+    out: set = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Repeat):
+            stack.append(x.item)
+            lit = _one_literal(x.item) if x.max is None else None
+            if lit is not None:
+                out.add((lit, lit))
+        elif isinstance(x, Seq):
+            for item in reversed(x.items):
+                stack.append(item)
+                if not nullable_expr(item, nullable):
+                    break
+        elif isinstance(x, Alt):
+            stack.extend(x.items)
+        elif isinstance(x, Ref):
+            out |= tails.get(x.name, set())
+    return out
+
+
+def _in_dependency_order(g: Grammar, names) -> list:
+    """The rules of ``g`` named in ``names`` (none recursive: ``lexical_rules``), each after
+    the rules of ``names`` its body names."""
+    by_name = {r.name: r for r in g.rules if r.name in names}
+    waiting = {n: {m for m in refs(r.body) if m in by_name and m != n} for n, r in by_name.items()}
+    users: dict[str, list[str]] = {}
+    for n, deps in waiting.items():
+        for m in deps:
+            users.setdefault(m, []).append(n)
+    ready = [n for r in g.rules if (n := r.name) in by_name and not waiting[n]]
+    order = []
+    while ready:
+        n = ready.pop()
+        order.append(by_name[n])
+        for u in users.get(n, ()):
+            waiting[u].discard(n)
+            if not waiting[u]:
+                ready.append(u)
+    return order
 
 
 def _one_literal(e: Expr) -> int | None:

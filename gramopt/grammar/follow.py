@@ -84,24 +84,28 @@ def _occurrences(e: Expr, after: frozenset, after_end: bool, nullable, first_ran
     """Append (rule, code-point ranges, end) for every reference in ``e``, where ``after`` /
     ``after_end`` is what can follow ``e`` itself. Called with ``after`` empty and
     ``after_end`` True, ``end`` says whether what follows ``e`` can follow the reference
-    (the rest of the body after it is nullable): the rule's FOLLOW then joins the ranges."""
-    if isinstance(e, Ref):
-        found.append((e.name, after, after_end))
-    elif isinstance(e, Seq):
-        rs, en = after, after_end
-        for item in reversed(e.items):  # right to left: what follows item i is FIRST(rest) ∪ …
-            _occurrences(item, rs, en, nullable, first_ranges, found)
-            f = _first(item, nullable, first_ranges)
-            if nullable_expr(item, nullable):
-                rs, en = rs | f, en
-            else:
-                rs, en = f, False
-    elif isinstance(e, Alt):
-        for item in e.items:
-            _occurrences(item, after, after_end, nullable, first_ranges, found)
-    elif isinstance(e, Repeat):
-        if e.max == 0:
-            return
-        if e.max is None or e.max > 1:  # one copy of the item may follow another
-            after = after | _first(e.item, nullable, first_ranges)
-        _occurrences(e.item, after, after_end, nullable, first_ranges, found)
+    (the rest of the body after it is nullable): the rule's FOLLOW then joins the ranges.
+    Iterative (what follows a node is handed down, nothing comes back up): llama.cpp's
+    converter nests bounded repetitions thousands deep."""
+    stack = [(e, after, after_end)]
+    while stack:
+        e, after, after_end = stack.pop()
+        if isinstance(e, Ref):
+            found.append((e.name, after, after_end))
+        elif isinstance(e, Seq):
+            rs, en = after, after_end
+            for item in reversed(e.items):  # right to left: what follows item i is FIRST(rest) ∪ …
+                stack.append((item, rs, en))
+                f = _first(item, nullable, first_ranges)
+                if nullable_expr(item, nullable):
+                    rs, en = rs | f, en
+                else:
+                    rs, en = f, False
+        elif isinstance(e, Alt):
+            stack.extend((item, after, after_end) for item in e.items)
+        elif isinstance(e, Repeat):
+            if e.max == 0:
+                continue
+            if e.max is None or e.max > 1:  # one copy of the item may follow another
+                after = after | _first(e.item, nullable, first_ranges)
+            stack.append((e.item, after, after_end))
