@@ -44,6 +44,9 @@ def use(vocab: str) -> None:
     masks.encode = enc
     masks._adapter.cache_clear()
     masks._groups.cache_clear()
+    from gramopt.judge import trajectories  # each run derives its sentences (the first would pay for all)
+    for memo in (*trajectories._SENTENCES.values(), trajectories._BYTE_SENTENCES, trajectories._DERIVABLE):
+        memo.clear()
 
 
 def _utf8(data: bytes) -> bool:
@@ -77,7 +80,7 @@ def main() -> None:
     ap.add_argument("--engines", default="xgrammar,llguidance,llama.cpp")
     ap.add_argument("--out")
     args = ap.parse_args()
-    from gramopt.formats import read
+    from gramopt import read  # a schema through its converter (xgrammar's, as the default target reads it)
     files = [Path(p) for p in args.schema] if args.schema else sorted(DATA.glob("*.json"))[::args.every]
     engines = args.engines.split(",")
     rows = []

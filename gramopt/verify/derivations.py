@@ -138,6 +138,7 @@ def covering_sentences(g: Compiled, rng: random.Random, hts, max_symbols: int,
     left = [sum(len(g.by_lhs[s]) for s in r if s >= 0) for r in g.rhs]  # per production, targets not taken
     out_all: list[tuple[int, ...]] = []
     spent = 0
+    users = _users(g)
     for target in targets:
         if spent >= max_symbols or len(out_all) >= max_sentences:
             break
@@ -152,7 +153,7 @@ def covering_sentences(g: Compiled, rng: random.Random, hts, max_symbols: int,
         path.reverse()
         forced = [pp for pp, _ in path] + [q]
         if len(out_all) % DISTANCES_EVERY == 0:
-            dist, towards = _distances(g, left)
+            dist, towards = _distances(g, left, users)
         out: list[int] = []
         greedy = 0
         # (symbol, context production, context position, index on the forced path or -1,
@@ -191,17 +192,23 @@ def covering_sentences(g: Compiled, rng: random.Random, hts, max_symbols: int,
 _FAR = 1 << 30
 
 
-def _distances(g: Compiled, left: list[int]) -> tuple[list[int], list[int]]:
-    """(per nonterminal, per production) the fewest expansions to a production with a target
-    not yet taken (``left[p] > 0``): 0 for such a production, else 1 + the least distance of
-    the nonterminals on it (``_FAR``: none reachable). A breadth-first search backwards from
-    those productions, linear in the grammar."""
-    open_ = [p for p, n in enumerate(left) if n > 0]
-    users: list[list[int]] = [[] for _ in g.names]  # nonterminal -> productions it appears on
+def _users(g: Compiled) -> list[list[int]]:
+    """Per nonterminal, the productions it appears on (each once, in production order)."""
+    users: list[list[int]] = [[] for _ in g.names]
     for p, r in enumerate(g.rhs):
         for x in set(r):
             if x >= 0:
                 users[x].append(p)
+    return users
+
+
+def _distances(g: Compiled, left: list[int], users: list[list[int]]) -> tuple[list[int], list[int]]:
+    """(per nonterminal, per production) the fewest expansions to a production with a target
+    not yet taken (``left[p] > 0``): 0 for such a production, else 1 + the least distance of
+    the nonterminals on it (``_FAR``: none reachable). A breadth-first search backwards from
+    those productions (``users``: ``_users(g)``, made once per covering run), linear in the
+    grammar."""
+    open_ = [p for p, n in enumerate(left) if n > 0]
     towards = [0 if n > 0 else _FAR for n in left]
     dist = [_FAR] * len(g.names)
     queue = []
