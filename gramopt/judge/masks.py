@@ -16,7 +16,7 @@ A check over the language cannot see either; the engine's masks over a real voca
 
 Method. The vocabulary is the judge's (``judge.vocabulary``: Qwen's tokens of up to 4 bytes
 and its runs of punctuation and white space, 50,935 of 151,644, the tokens where a form's
-errors show, at a third of the cost): masks are packed int32 rows (bit i of word i//32). The
+errors show, at a third to half of the cost): masks are packed int32 rows (bit i of word i//32). The
 input's trace is computed once per engine: along each trajectory (``trajectories``: samples
 and derived sentences as its tokens, then seeded walks through the input's own masks) the digest of the
 input's mask at every step, and the token taken after it. A candidate is then stepped along
