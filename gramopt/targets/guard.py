@@ -201,8 +201,9 @@ class PredictedGuard:
 def _unbounded_in(reference: Grammar, candidate: Grammar) -> set[str]:
     """The engines where ``reference``'s mask time has no bound that ``candidate``'s keeps
     (``costmodels.engine_shapes.unbounded_rules``: xgrammar on a self-concatenation, masks that
-    grow with every byte read). No model fitted on features prices that, and no candidate
-    without such a rule is slower there."""
+    grow with every byte read; llguidance on an endless lexeme, a mask that may never return).
+    No model fitted on features prices that, and no candidate without such a rule is slower
+    there."""
     return {e for e in UNBOUNDED_ENGINES
             if unbounded_rules(reference, e) and not unbounded_rules(candidate, e)}
 
