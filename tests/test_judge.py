@@ -87,7 +87,7 @@ def xgrammar():
     return masks
 
 
-def test_xgrammar_lookahead_defect_is_caught_with_the_qwen_vocabulary(xgrammar):
+def test_xgrammar_lookahead_defect_is_caught_with_the_judges_vocabulary(xgrammar):
     d = xgrammar.difference("xgrammar", ebnf(PLAIN), ebnf(ASSERTED), steps=200)
     assert check_equivalence(ebnf(PLAIN), ebnf(ASSERTED)).ok  # the same language
     assert d is not None and d.engine == "xgrammar" and d.prefix.startswith(b'"')
