@@ -1,5 +1,8 @@
 """What the judge's vocabulary costs against Qwen's whole one: the engine check's own work per engine.
 
+(Every engine is measured on both, llguidance too, which the judge asks over Qwen's whole
+vocabulary: ``judge.masks.QWEN_WHOLE``.)
+
     python benchmarks/judge_vocab.py [--every 16] [--engines xgrammar,llguidance,llama.cpp] [--out FILE.jsonl]
     python benchmarks/judge_vocab.py --schema /path/to/schema.json ...     # one schema (e.g. maxLength 32767)
 
@@ -40,10 +43,10 @@ def use(vocab: str) -> None:
     else:
         env = Env(vocabulary.judge_vocab())
         enc = vocabulary.encode
-    masks._env = lambda: env
-    masks.encode = enc
+    masks._env_of = lambda whole: env  # every engine on this vocabulary (masks.QWEN_WHOLE set aside)
+    masks.encode = lambda data, engine="": enc(data)
     masks._adapter.cache_clear()
-    masks._groups.cache_clear()
+    masks._groups_of.cache_clear()
     from gramopt.judge import trajectories  # each run derives its sentences (the first would pay for all)
     for memo in (*trajectories._SENTENCES.values(), trajectories._BYTE_SENTENCES, trajectories._DERIVABLE):
         memo.clear()

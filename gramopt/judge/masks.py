@@ -14,9 +14,11 @@ and a newline in one token, ``"\\n``, after a string whose FOLLOW is ``}`` alone
 llguidance's greedy lexer accepts less than the language, depending on which rules it lexes.
 A check over the language cannot see either; the engine's masks over a real vocabulary can.
 
-Method. The vocabulary is the judge's (``judge.vocabulary``: Qwen's tokens of up to 4 bytes
-and its runs of punctuation and white space, 50,935 of 151,644, the tokens where a form's
-errors show, at a third to half of the cost): masks are packed int32 rows (bit i of word i//32). The
+Method. The vocabulary is the judge's for xgrammar and llama.cpp (``judge.vocabulary``:
+Qwen's tokens of up to 4 bytes and its runs of punctuation and white space, 50,935 of 151,644,
+the tokens where a form's errors show, at a third to half of the cost) and Qwen's whole for
+llguidance (``QWEN_WHOLE``: its masks fail by the vocabulary's size): masks are packed int32
+rows (bit i of word i//32). The
 input's trace is computed once per engine: along each trajectory (``trajectories``: samples
 and derived sentences as its tokens, then seeded walks through the input's own masks) the digest of the
 input's mask at every step, and the token taken after it. A candidate is then stepped along
@@ -123,17 +125,40 @@ def installed(name: str) -> bool:
     return all(find_spec(m) is not None for m in needs)
 
 
-@lru_cache(maxsize=1)
-def _env():
-    """The engines' shared vocabulary (the judge's, ``judge.vocabulary``), loaded once per process."""
+QWEN_WHOLE = ("llguidance",)
+"""The engines asked over Qwen's whole vocabulary, not the judge's part of it: llguidance's
+masks fail by the vocabulary's size — its 50,000-item limit for one mask, reached where long
+tokens run through a string's rule (the limit's error state allows only the end token). The
+part found such failures on other pairs, and missed one the optimizer's repair left in its
+output (corpus maskbench Github_hard-o81117, an email string: 90,035 Qwen tokens refused after
+``"\\"\\"@4``, none with the part). xgrammar and llama.cpp have no such limit (llama.cpp's
+token bits are its bytes' steps: ``engines.llamacpp.ByteTrace``)."""
+
+
+@lru_cache(maxsize=2)
+def _env_of(whole: bool):
     from ..engines.base import Env
+    from ..runtime.vocab import Vocab
     from .vocabulary import judge_vocab
-    return Env(judge_vocab())
+    return Env(Vocab.qwen() if whole else judge_vocab())
 
 
-def encode(data: bytes) -> list[int]:
-    """The judge vocabulary's token ids of ``data`` (``judge.vocabulary.encode``: Qwen's BPE,
-    Qwen tokens it leaves out spelt by its own). ValueError when it cannot spell it."""
+def _env(engine: str = ""):
+    """The vocabulary ``engine`` is asked about (``QWEN_WHOLE``: Qwen's; else the judge's,
+    ``judge.vocabulary``), loaded once per process."""
+    return _env_of(engine in QWEN_WHOLE)
+
+
+def encode(data: bytes, engine: str = "") -> list[int]:
+    """Token ids of ``data`` in ``engine``'s vocabulary (``_env``): Qwen's BPE (greedy longest
+    match over Qwen's tokens for bytes that are not UTF-8), the judge's part spelling the Qwen
+    tokens it leaves out with its own (``judge.vocabulary.encode``). ValueError when it cannot."""
+    if engine in QWEN_WHOLE:
+        env = _env(engine)
+        try:
+            return env.tokenizer.encode(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return env.tokenizer.greedy(data)  # TokenizeError is a ValueError
     from .vocabulary import encode as spell
     return spell(data)
 
@@ -149,41 +174,46 @@ def _adapter(name: str):
     """``name``'s adapter over the shared vocabulary, compiling with every core (the judge
     waits on its compiles; the compiled grammar is the same with any number of threads)."""
     from ..engines import ENGINES
-    eng = ENGINES[name](_env(), threads=_cores())
+    eng = ENGINES[name](_env(name), threads=_cores())
     if eng.missing:
         raise NotChecked(eng.missing)
     eng.prepare()
     return eng
 
 
-@lru_cache(maxsize=1)
-def _groups() -> TokenGroups:
-    return TokenGroups(first_bytes(_env().vocab.token_bytes))
+@lru_cache(maxsize=2)
+def _groups_of(whole: bool) -> TokenGroups:
+    return TokenGroups(first_bytes(_env_of(whole).vocab.token_bytes))
+
+
+def _groups(engine: str = "") -> TokenGroups:
+    """``engine``'s vocabulary's tokens by first byte (the walks'), built once per vocabulary."""
+    return _groups_of(engine in QWEN_WHOLE)
 
 
 def warm(names) -> None:
     """Load, in the calling thread, what every ``EngineCheck`` of ``names`` shares through a
     per-process cache (the vocabulary, each engine's adapter, the walks' token groups,
     llguidance's byte tokenizer), so that checks then run in threads never build one twice."""
-    _env()
     for name in names:
+        _env(name)
         if installed(name):
             try:
                 _adapter(name)
             except NotChecked:
                 pass
-    _groups()
+        _groups(name)
     if "llama.cpp" in names and installed("llama.cpp"):
         from ..engines.llamacpp import byte_vocab, irregular_tokens, load_vocab
         load_vocab(byte_vocab())
-        irregular_tokens(_env().vocab.token_bytes)
+        irregular_tokens(_env("llama.cpp").vocab.token_bytes)
     if "llguidance" in names and installed("llguidance"):
         from ..engines.llguidance import _byte_tokenizer
         _byte_tokenizer()
 
 
 def _end_ids(name: str) -> frozenset[int]:
-    v = _env().vocab
+    v = _env(name).vocab
     if name == "llama.cpp":
         from ..engines.llamacpp import end_tokens
         return frozenset(v.eos_ids) | end_tokens(v)
@@ -350,8 +380,9 @@ class EngineCheck:
         left = steps
         end = self.vocab.eos_ids[0] if self.vocab.eos_ids else None
         texts = self.texts or tuple(sentences(self.original, seed=self.seed))
-        paths = interleave([("sample", p) for p in token_paths(self.samples, encode, end=end)],
-                           [("sentence", p) for p in token_paths(texts, encode, end=end)])
+        spell = lambda data: encode(data, self.engine)  # noqa: E731
+        paths = interleave([("sample", p) for p in token_paths(self.samples, spell, end=end)],
+                           [("sentence", p) for p in token_paths(texts, spell, end=end)])
         trace = []
         fixed = left // 2
         for kind, tokens in paths:
@@ -361,7 +392,7 @@ class EngineCheck:
             fixed -= used
             left -= used
             trace.append(path)
-        walker = Walker(_groups(), self.end, self.seed)
+        walker = Walker(_groups(self.engine), self.end, self.seed)
         for _ in range(MAX_WALKS):
             if left <= 0:
                 break
