@@ -1,4 +1,5 @@
-"""The vocabulary the engine check asks its engines about: a part of Qwen's.
+"""The vocabulary the engine check asks xgrammar and llama.cpp about: a part of Qwen's.
+(llguidance is asked over Qwen's whole vocabulary: ``judge.masks.QWEN_WHOLE``, below.)
 
     judge_vocab() -> Vocab         Qwen's tokens of at most ``SHORT`` bytes, its longer runs of
                                    ASCII punctuation and white space, and its end token, in
@@ -22,16 +23,21 @@ class repetition, where a shorter token of the same letters walks the same path;
 that ends across a boundary (``name":``) is left out too, and its ending (``":``, ``e":``) kept:
 a difference only such a token shows is one this check can miss. An engine's
 time to compile a grammar and to fill a mask grows with the tokens it walks: with a third of
-them, short ones, the input's compile and trace cost xgrammar 0.50x, llguidance 0.45x and
-llama.cpp 0.31x what Qwen's whole vocabulary cost (geometric means over 27 JSONSchemaBench
-schemas), and xgrammar's compile of a ``maxLength: 32767`` string 4x less; the default target's
-optimize, checked in the three engines, 0.55x at the median
-(``benchmarks/results/judge-vocab-2026-11-29``).
+them, short ones, the input's compile and trace cost xgrammar 0.50x and llama.cpp 0.31x what
+Qwen's whole vocabulary cost (geometric means over 27 JSONSchemaBench schemas), and xgrammar's
+compile of a ``maxLength: 32767`` string 4x less (``benchmarks/results/judge-vocab-2026-11-29``).
 
 Soundness is unchanged: a mask difference found over this vocabulary is one the engine makes
 with a real tokenizer's tokens (these are Qwen's, with their ids renumbered; each token's bit is
 computed by the engine from that token's bytes), so it is never invented; a token left out can
 only make the check miss a difference, as the step budget can.
+
+Not for llguidance. An engine whose masks fail by the vocabulary's *size* is not asked about a
+part of it: llguidance computes a mask within a limit of 50,000 Earley items, reached where
+long tokens run through a string's rule, and past it allows only the end token. Over this part
+the check missed such a failure the optimizer's repair had left in an output (corpus
+maskbench Github_hard-o81117: 90,035 Qwen tokens refused inside an email string), so llguidance
+keeps Qwen's whole vocabulary (``benchmarks/results/judge-vocab-2026-11-29``).
 """
 
 from __future__ import annotations
