@@ -12,8 +12,9 @@ Two questions, in this order for each candidate:
      of neither the input nor the input with only the target's fix-ups (the last resort);
   2. masks: in every engine the target promises (``Target.checked_in``; those installed),
      the candidate's full token masks along deterministic trajectories must equal the
-     input's (``masks.EngineCheck``: samples, derived sentences, seeded walks; the judge's
-     vocabulary, a part of Qwen's: ``vocabulary``; llguidance also over a byte vocabulary). A step where they differ is a
+     input's (``masks.EngineCheck``: samples, derived sentences, seeded walks; xgrammar and
+     llama.cpp over a part of Qwen's vocabulary, ``vocabulary``, llguidance over Qwen's whole one
+     (``masks.QWEN_WHOLE``) and also over a byte vocabulary). A step where they differ is a
      defect whatever the language check says (xgrammar trusts lookahead assertions).
 
 On a mask difference the culprit is found and dropped, cheapest loss first:
