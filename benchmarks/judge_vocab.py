@@ -38,11 +38,9 @@ def use(vocab: str) -> None:
     from gramopt.judge import masks, vocabulary
     from gramopt.runtime.vocab import Vocab
     if vocab.startswith("qwen"):
-        env = Env(Vocab.qwen())
-        enc = lambda data: env.tokenizer.encode(data.decode("utf-8")) if _utf8(data) else env.tokenizer.greedy(data)  # noqa: E731
+        env, enc = Env(Vocab.qwen(), vocabulary.qwen_tokenizer()), vocabulary.qwen_encode
     else:
-        env = Env(vocabulary.judge_vocab())
-        enc = vocabulary.encode
+        env, enc = Env(vocabulary.judge_vocab(), vocabulary.judge_tokenizer()), vocabulary.encode
     masks._env_of = lambda whole: env  # every engine on this vocabulary (masks.QWEN_WHOLE set aside)
     masks.encode = lambda data, engine="": enc(data)
     masks._adapter.cache_clear()
@@ -50,14 +48,6 @@ def use(vocab: str) -> None:
     from gramopt.judge import trajectories  # each run derives its sentences (the first would pay for all)
     for memo in (*trajectories._SENTENCES.values(), trajectories._BYTE_SENTENCES, trajectories._DERIVABLE):
         memo.clear()
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
 
 
 def measure(grammar, engine: str) -> dict:

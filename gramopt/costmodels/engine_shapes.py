@@ -228,17 +228,18 @@ def endless_lexemes(g: Grammar) -> list[str]:
     white space before a newline), and ``"ab"*`` before ``"b"``. The test is wider than the loop
     (``"b"*`` before ``[a-b]`` returns; FOLLOW is over every rule): a rule it names is only
     one that engine is not asked about. Lark grammars (their own terminals) have none."""
-    from ..grammar.analysis import lexical_rules
+    from ..grammar.analysis import lexical_order
     from ..grammar.dialects import token_atoms
     if token_atoms(g.dialect):
         return []
-    lexical = lexical_rules(g)
-    if not lexical:
+    order = lexical_order(g)  # each after the rules it names: none recursive
+    if not order:
         return []
     nullable = nullable_rules(g)
+    bodies = {r.name: r.body for r in g.rules}
     tails: dict[str, set] = {}
-    for rule in _in_dependency_order(g, lexical):  # lexical rules name only lexical rules, none recursive
-        tails[rule.name] = _tail_literals(rule.body, nullable, tails)
+    for name in order:
+        tails[name] = _tail_literals(bodies[name], nullable, tails)
     ending = [n for n in reachable_rules(g) if tails.get(n)]
     if not ending:
         return []
@@ -270,27 +271,6 @@ def _tail_literals(e: Expr, nullable: set[str], tails: dict[str, set]) -> set:
         elif isinstance(x, Ref):
             out |= tails.get(x.name, set())
     return out
-
-
-def _in_dependency_order(g: Grammar, names) -> list:
-    """The rules of ``g`` named in ``names`` (none recursive: ``lexical_rules``), each after
-    the rules of ``names`` its body names."""
-    by_name = {r.name: r for r in g.rules if r.name in names}
-    waiting = {n: {m for m in refs(r.body) if m in by_name and m != n} for n, r in by_name.items()}
-    users: dict[str, list[str]] = {}
-    for n, deps in waiting.items():
-        for m in deps:
-            users.setdefault(m, []).append(n)
-    ready = [n for r in g.rules if (n := r.name) in by_name and not waiting[n]]
-    order = []
-    while ready:
-        n = ready.pop()
-        order.append(by_name[n])
-        for u in users.get(n, ()):
-            waiting[u].discard(n)
-            if not waiting[u]:
-                ready.append(u)
-    return order
 
 
 def _one_literal(e: Expr) -> int | None:

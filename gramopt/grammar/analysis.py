@@ -251,7 +251,13 @@ def lexical_rules(grammar: Grammar) -> frozenset[str]:
     atoms and ε name none): the regular sub-languages written as rules of atoms. llguidance's
     GBNF reader makes each of them one Lark terminal, a lexeme of its greedy lexer
     (``engines/llguidance``), so which rules are lexical is part of what it computes masks
-    from. Each rule waits for the distinct names it uses; linear in the grammar."""
+    from."""
+    return frozenset(lexical_order(grammar))
+
+
+def lexical_order(grammar: Grammar) -> list[str]:
+    """``lexical_rules`` in the order the fixpoint finds them: each after every rule its body
+    names. Each rule waits for the distinct names it uses; linear in the grammar."""
     waiting: dict[str, int] = {}
     users: dict[str, list[str]] = {}
     for r in grammar.rules:
@@ -260,15 +266,15 @@ def lexical_rules(grammar: Grammar) -> frozenset[str]:
         for n in names:
             users.setdefault(n, []).append(r.name)
     ready = [n for n, k in waiting.items() if k == 0]
-    out: set[str] = set()
+    out: list[str] = []
     while ready:
         n = ready.pop()
-        out.add(n)
+        out.append(n)
         for u in users.get(n, ()):
             waiting[u] -= 1
             if waiting[u] == 0:
                 ready.append(u)
-    return frozenset(out)
+    return out
 
 
 def recursive_rules(grammar: Grammar) -> set[str]:

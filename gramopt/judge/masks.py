@@ -18,10 +18,9 @@ Method. The vocabulary is the judge's for xgrammar and llama.cpp (``judge.vocabu
 Qwen's tokens of up to 4 bytes and its runs of punctuation and white space, 50,935 of 151,644,
 the tokens where a form's errors show, at a third to half of the cost) and Qwen's whole for
 llguidance (``QWEN_WHOLE``: its masks fail by the vocabulary's size): masks are packed int32
-rows (bit i of word i//32). The
-input's trace is computed once per engine: along each trajectory (``trajectories``: samples
-and derived sentences as its tokens, then seeded walks through the input's own masks) the digest of the
-input's mask at every step, and the token taken after it. A candidate is then stepped along
+rows (bit i of word i//32). The input's trace is computed once per engine: along each
+trajectory (``trajectories``: samples and derived sentences as its tokens, then seeded walks
+through the input's own masks) the digest of the input's mask at every step, and the token taken after it. A candidate is then stepped along
 the same tokens (each grammar's mask is asked of the engine once per token prefix, ``_Masks``:
 trajectories share their first step and often their openings); at the first step whose mask
 differs, the tokens allowed by one side only are judged against the language (the reference
@@ -37,8 +36,8 @@ non-ASCII code point and on tokens it decodes differently as a whole (the argume
 limits: ``engines.llamacpp.ByteTrace``; ``bytes_decide`` says when it holds). Where it holds for
 the input and the candidate, llama.cpp's check first follows the input's byte sentences
 (``trajectories.byte_sentences``, the texts llguidance's byte check follows) byte by byte, a
-byte mask costing ~35 μs where a Qwen mask costs 25-90 ms (a third of that in the judge's), then asks full masks for
-``BYTES_DECIDE_SHARE`` of the budget (the start state's at the default budget: a token there
+byte mask costing ~35 μs where a Qwen mask costs 25-90 ms (a third of that over the judge's
+part), then asks full masks for ``BYTES_DECIDE_SHARE`` of the budget (the start state's at the default budget: a token there
 may end deep in a branch no sentence took); elsewhere the full masks at the engine's whole
 share, as before.
 
@@ -137,10 +136,12 @@ token bits are its bytes' steps: ``engines.llamacpp.ByteTrace``)."""
 
 @lru_cache(maxsize=2)
 def _env_of(whole: bool):
+    """Qwen's vocabulary or the judge's part, with the tokenizer ``judge.vocabulary`` built
+    for it (one per process: ``encode`` spells with the same one)."""
     from ..engines.base import Env
     from ..runtime.vocab import Vocab
-    from .vocabulary import judge_vocab
-    return Env(Vocab.qwen() if whole else judge_vocab())
+    from .vocabulary import judge_tokenizer, judge_vocab, qwen_tokenizer
+    return Env(Vocab.qwen(), qwen_tokenizer()) if whole else Env(judge_vocab(), judge_tokenizer())
 
 
 def _env(engine: str = ""):
@@ -150,17 +151,11 @@ def _env(engine: str = ""):
 
 
 def encode(data: bytes, engine: str = "") -> list[int]:
-    """Token ids of ``data`` in ``engine``'s vocabulary (``_env``): Qwen's BPE (greedy longest
-    match over Qwen's tokens for bytes that are not UTF-8), the judge's part spelling the Qwen
-    tokens it leaves out with its own (``judge.vocabulary.encode``). ValueError when it cannot."""
-    if engine in QWEN_WHOLE:
-        env = _env(engine)
-        try:
-            return env.tokenizer.encode(data.decode("utf-8"))
-        except UnicodeDecodeError:
-            return env.tokenizer.greedy(data)  # TokenizeError is a ValueError
-    from .vocabulary import encode as spell
-    return spell(data)
+    """Token ids of ``data`` in ``engine``'s vocabulary (``_env``): Qwen's
+    (``judge.vocabulary.qwen_encode``), or the judge's part spelling the Qwen tokens it leaves
+    out with its own (``judge.vocabulary.encode``). ValueError when it cannot."""
+    from . import vocabulary
+    return (vocabulary.qwen_encode if engine in QWEN_WHOLE else vocabulary.encode)(data)
 
 
 def _cores() -> int:

@@ -22,9 +22,9 @@ Three sources, all seeded and counted in work units (tokens, never seconds):
     uniformly among the allowed tokens with that first byte. Walks reach token boundaries
     that no tokenizer produces (a quote and a newline in one token: the lookahead defect).
 
-A byte trajectory becomes token ids through the caller's ``encode`` (Qwen's BPE, ``judge.vocabulary``), and ends
-with the end token when the whole text fit in ``max_tokens``: the mask before it must allow
-stopping exactly where the language accepts.
+A byte trajectory becomes token ids through the caller's ``encode`` (Qwen's BPE,
+``judge.vocabulary``), and ends with the end token when the whole text fit in ``max_tokens``:
+the mask before it must allow stopping exactly where the language accepts.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@
                                    Qwen's order (renumbered); 50,935 of 151,644
     encode(data) -> list[int]      ``data`` as tokens of it: Qwen's BPE, each Qwen token not in
                                    it spelt by the longest of its own that fit
+    qwen_encode(data) -> list[int] ``data`` as Qwen's tokens (its BPE; greedy where not UTF-8)
+    judge_tokenizer(), qwen_tokenizer()   each vocabulary's tokenizer, built once per process
     kept(token_bytes) -> bool      whether a Qwen token is one of them
 
 Why not Qwen's whole vocabulary. The user's model is not known when a grammar is optimized:
@@ -80,27 +82,40 @@ def judge_vocab():
 
 
 @lru_cache(maxsize=1)
-def _spelling():
+def judge_tokenizer():
+    """The judge vocabulary's tokenizer (greedy longest match), built once per process."""
     from ..runtime.tokenize import Tokenizer
     return Tokenizer(judge_vocab())
 
 
+@lru_cache(maxsize=1)
+def qwen_tokenizer():
+    """Qwen's tokenizer (its BPE), built once per process."""
+    from ..runtime.tokenize import Tokenizer
+    from ..runtime.vocab import Vocab
+    return Tokenizer.for_vocab(Vocab.qwen())
+
+
+def qwen_encode(data: bytes) -> list[int]:
+    """Qwen token ids of ``data``: its BPE for UTF-8 text, else greedy longest match over its
+    tokens (every byte is one). ValueError (``TokenizeError``) when it cannot spell it."""
+    bpe = qwen_tokenizer()
+    try:
+        return bpe.encode(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return bpe.greedy(data)
+
+
 def encode(data: bytes) -> list[int]:
-    """``data`` as judge-vocabulary tokens: Qwen's BPE of its UTF-8 text (greedy longest match
-    over Qwen's tokens for bytes that are not UTF-8), and each Qwen token the judge does not keep
-    spelt by the longest kept tokens that fit (every byte is one). ValueError when the
-    vocabulary cannot spell it."""
+    """``data`` as judge-vocabulary tokens: Qwen's tokens (``qwen_encode``), each one the judge
+    does not keep spelt by the longest kept tokens that fit (every byte is one). ValueError
+    when the vocabulary cannot spell it."""
     from ..runtime.vocab import Vocab
     qwen = Vocab.qwen()
-    bpe = _qwen_tokenizer()
-    try:
-        q_ids = bpe.encode(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        q_ids = bpe.greedy(data)  # TokenizeError is a ValueError
     ids = _parts()[1]
-    spell = _spelling()
+    spell = judge_tokenizer()
     out: list[int] = []
-    for q in q_ids:
+    for q in qwen_encode(data):
         j = int(ids[q])
         if j >= 0:
             out.append(j)
@@ -109,11 +124,4 @@ def encode(data: bytes) -> list[int]:
     return out
 
 
-@lru_cache(maxsize=1)
-def _qwen_tokenizer():
-    from ..runtime.tokenize import Tokenizer
-    from ..runtime.vocab import Vocab
-    return Tokenizer.for_vocab(Vocab.qwen())
-
-
-__all__ = ["NAME", "SHORT", "encode", "judge_vocab", "kept"]
+__all__ = ["NAME", "SHORT", "encode", "judge_tokenizer", "judge_vocab", "kept", "qwen_encode", "qwen_tokenizer"]
