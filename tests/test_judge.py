@@ -64,6 +64,23 @@ def test_walker_draws_first_bytes_evenly_and_reproducibly():
     assert {w.choose(only_b) for _ in range(20)} == {4}
 
 
+def test_walker_leaves_a_repeated_mask_through_a_split_group():
+    """Start => goal: inside a string every letter token is allowed and leads back to the same
+    mask; the quote's group is split (``"`` and ``",`` allowed, ``"x`` not). On a repeated mask
+    the walk takes a token of the split group, the way out; on a fresh one its usual law."""
+    import numpy as np
+    toks = [b"a", b"ab", b"b", b"c", b'"', b'",', b'"x', b'"y', b""]
+    groups = TokenGroups(first_bytes(toks))
+    inside = np.array([0b000111111], np.int32)  # a, ab, b, c, ", ",   (not "x, "y, the end)
+    w = Walker(groups, [8], seed=3)
+    assert {w.choose(inside, repeated=True) for _ in range(40)} == {4, 5}
+    assert {w.choose(inside) for _ in range(200)} >= {0, 1, 2, 3}
+    only_quote = np.array([0b000011111], np.int32)  # a, ab, b, c, ": every group whole but the quote's
+    assert {w.choose(only_quote, repeated=True) for _ in range(40)} == {4}
+    # no split group: the usual law
+    assert Walker(groups, [8], seed=3).choose(np.array([0b000001111], np.int32), repeated=True) in {0, 1, 2, 3}
+
+
 # ---------------------------------------------------------------- the judge's repair steps (no engine)
 
 

@@ -419,8 +419,10 @@ class EngineCheck:
         m.reset()
         node = self._masks.root
         for _ in range(min(budget, WALK_TOKENS)):
-            path.digests.append(self._masks.mask(node, m, self.row))
-            t = walker.choose(self.row)  # a token the mask allows
+            d = self._masks.mask(node, m, self.row)
+            repeated = bool(path.digests) and d == path.digests[-1]
+            path.digests.append(d)
+            t = walker.choose(self.row, repeated)  # a token the mask allows (a way out of a repeated one)
             if t is None or t in self.end or not m.accept_allowed(t):
                 break
             path.tokens.append(t)

@@ -21,6 +21,10 @@ Three sources, all seeded and counted in work units (tokens, never seconds):
     grammar's branches rather than the thousands of letter tokens inside a string), then
     uniformly among the allowed tokens with that first byte. Walks reach token boundaries
     that no tokenizer produces (a quote and a newline in one token: the lookahead defect).
+    A step whose mask is the step before's (a string's interior, a run of white space) most
+    often repeats its state, and its mask has been compared already: there the walk takes a
+    way out, a token of a first-byte group the mask splits (``Walker.choose(repeated=True)``),
+    rather than spend its steps, and the engine's dearest masks, in one state.
 
 A byte trajectory becomes token ids through the caller's ``encode`` (Qwen's BPE,
 ``judge.vocabulary``), and ends with the end token when the whole text fit in ``max_tokens``:
@@ -175,12 +179,18 @@ class Walker:
         self.end = frozenset(int(t) for t in end_ids)
         self.rng = random.Random(seed)
 
-    def choose(self, row: np.ndarray) -> int | None:
+    def choose(self, row: np.ndarray, repeated: bool = False) -> int | None:
         """A token the packed mask ``row`` allows (int32 words, bit i of word i//32), None
         when it allows none: a first-byte group uniformly among those with an allowed token,
         then a token uniformly within it. An end token is one of the choices (tokens without
         bytes are a group of their own), so walks also stop where the language may. (A
-        sparse mask is listed; a dense one is drawn from with rejection: the same law.)"""
+        sparse mask is listed; a dense one is drawn from with rejection: the same law.)
+        ``repeated``: the mask is the walk's previous one; the token is a way out
+        (``_way_out``) where the mask splits a group."""
+        if repeated:
+            t = self._way_out(row)
+            if t is not None:
+                return t
         gs = self.groups
         n = gs.first.size
         words = np.flatnonzero(row)
@@ -203,6 +213,28 @@ class Walker:
                 return self._within(among, gs.byte[g])
         live = np.flatnonzero(np.logical_or.reduceat(allowed[gs.order], gs.starts))
         g = int(live[self.rng.randrange(live.size)])
+        ids = gs.members(g)
+        return self._within(ids[allowed[ids]], gs.byte[g])
+
+    def _way_out(self, row: np.ndarray) -> int | None:
+        """A token from a first-byte group the mask splits (some of its tokens allowed, some
+        not: a lexeme or a rule may end inside them, as a closing quote ends a string), the
+        group drawn with weight ``(1 - allowed share)**4`` (a group the mask mostly forbids,
+        the quote's among the letters', comes first), the token uniformly among its allowed;
+        None where the mask splits no group. Why: inside a repetition every token of a fully
+        allowed group leads back to the same state, so the way out is among the split ones.
+        (Weights by IEEE division and products only: the same draw on any machine.)"""
+        gs = self.groups
+        n = gs.first.size
+        allowed = np.unpackbits(row.view(np.uint8), bitorder="little")[:n].view(bool)
+        per = np.add.reduceat(allowed[gs.order].astype(np.int64), gs.starts)
+        size = np.diff(gs.bounds)
+        f = (size - per) / size
+        w = np.where((per > 0) & (per < size), f * f * f * f, 0.0)
+        cw = np.cumsum(w)
+        if cw[-1] <= 0.0:
+            return None
+        g = min(int(np.searchsorted(cw, self.rng.random() * cw[-1], side="right")), len(gs) - 1)
         ids = gs.members(g)
         return self._within(ids[allowed[ids]], gs.byte[g])
 
