@@ -215,6 +215,25 @@ def test_traces_are_deterministic(xgrammar):
     assert {p.kind for p in a.trace} == {"sentence", "random walk"}
 
 
+def test_a_candidate_compared_while_the_trace_is_made_gets_the_sequential_verdict(xgrammar):
+    """The first candidate is stepped along the input's paths while a thread makes them
+    (``EngineCheck._paths``): the trace kept, the verdict and the comparisons spent are those of
+    making the whole trace first; an engine error while tracing is raised in the caller."""
+    piped = xgrammar.EngineCheck("xgrammar", ebnf(PLAIN), steps=300)
+    first = xgrammar.EngineCheck("xgrammar", ebnf(PLAIN), steps=300)
+    first._trace()  # the trace made before any candidate: no thread
+    for cand in (ebnf(ASSERTED), ebnf('root ::= "\\"" [a-z]* "\\"" "}"')):
+        assert piped.difference(cand) == first.difference(cand) and piped.spent == first.spent
+    assert [(p.kind, p.tokens, p.digests) for p in piped.trace] == [(p.kind, p.tokens, p.digests) for p in first.trace]
+    broken = xgrammar.EngineCheck("xgrammar", ebnf(PLAIN), steps=300)
+
+    def fails(*a, **k):
+        raise RuntimeError("engine error while tracing")
+    broken._follow = fails
+    with pytest.raises(RuntimeError, match="while tracing"):
+        broken.difference(ebnf(ASSERTED))
+
+
 def test_one_source_is_judged_once(xgrammar):
     # the engine reads the printed source alone: a grammar that prints as the input does is the
     # input to it (no trace, no comparison), and a source already judged keeps its verdict

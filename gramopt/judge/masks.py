@@ -21,7 +21,8 @@ llguidance (``QWEN_WHOLE``: its masks fail by the vocabulary's size): masks are 
 rows (bit i of word i//32). The input's trace is computed once per engine: along each
 trajectory (``trajectories``: samples and derived sentences as its tokens, then seeded walks
 through the input's own masks) the digest of the input's mask at every step, and the token taken after it. A candidate is then stepped along
-the same tokens (each grammar's mask is asked of the engine once per token prefix, ``_Masks``:
+the same tokens (the first one path by path as the trace is made, in a thread of its own: the
+two grammars' masks filled at once, the verdict the sequential one's, ``EngineCheck._paths``) (each grammar's mask is asked of the engine once per token prefix, ``_Masks``:
 trajectories share their first step and often their openings); at the first step whose mask
 differs, the tokens allowed by one side only are judged against the language (the reference
 recognizer of ``gramopt.verify`` on the prefix's bytes and the token's): where the candidate's
@@ -59,6 +60,9 @@ refused there without a mask asked (a ``MaskDifference`` naming the rule).
 
 from __future__ import annotations
 
+import queue
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -365,12 +369,14 @@ class EngineCheck:
         return next(iter(self.traces.values()), None)
 
     # ------------------------------------------------------------ the input's trace
-    def _trace(self, steps: int | None = None) -> list[_Path]:
+    def _trace(self, steps: int | None = None, emit=None) -> list[_Path]:
         """The input's masks along the trajectories within ``steps`` masks (default the engine's
-        budget; made once per budget)."""
+        budget; made once per budget). ``emit(path)`` is called with each path as it is made
+        (``_paths``: a candidate compared while the trace is made)."""
         steps = self.steps if steps is None else steps
         if steps in self.traces:
             return self.traces[steps]
+        emit = emit or (lambda path: None)
         m = self.adapter.matcher(self.handle)
         left = steps
         end = self.vocab.eos_ids[0] if self.vocab.eos_ids else None
@@ -387,6 +393,7 @@ class EngineCheck:
             fixed -= used
             left -= used
             trace.append(path)
+            emit(path)
         walker = Walker(_groups(self.engine), self.end, self.seed)
         for _ in range(MAX_WALKS):
             if left <= 0:
@@ -394,8 +401,39 @@ class EngineCheck:
             path, used = self._walk(m, walker, left)
             left -= used
             trace.append(path)
+            emit(path)
         self.traces[steps] = trace
         return trace
+
+    @contextmanager
+    def _paths(self, steps: int):
+        """The input's trace within ``steps`` masks as an iterator of its paths, in order.
+        The first time, the trace is made in a thread of its own while the caller reads the
+        paths made so far (the candidate's masks along a path need only that path: the two
+        grammars' masks are filled at once, on two cores, where they took one after the other);
+        the thread is joined on exit, so the trace is whole and kept for the next candidate,
+        and the paths read are the sequential trace's, in its order (the verdict is the same)."""
+        if steps in self.traces:
+            yield iter(self.traces[steps])
+            return
+        made: queue.SimpleQueue = queue.SimpleQueue()
+        done, failed = object(), []
+
+        def make():
+            try:
+                self._trace(steps, emit=made.put)
+            except BaseException as e:  # noqa: BLE001 - raised in the caller's thread below
+                failed.append(e)
+            finally:
+                made.put(done)
+        worker = threading.Thread(target=make, name=f"{self.engine}-trace", daemon=True)
+        worker.start()
+        try:
+            yield iter(made.get, done)
+        finally:
+            worker.join()
+        if failed:  # the engine's error while tracing the input, as the sequential trace raised it
+            raise failed[0]
 
     def _follow(self, m, kind: str, tokens, budget: int) -> tuple[_Path, int]:
         """The input's masks along ``tokens``, until the budget, the end token, or a token the
@@ -471,7 +509,12 @@ class EngineCheck:
                 steps = int(self.budget * BYTES_DECIDE_SHARE)
                 if steps == 0:
                     return None
-        trace = self._trace(steps)
+        with self._paths(steps) as trace:
+            return self._along(candidate, trace)
+
+    def _along(self, candidate: Grammar, trace) -> MaskDifference | None:
+        """The candidate's masks along the input's paths (``trace``, an iterable of them in
+        order): the first step where they differ (not the input's own error), or None."""
         try:
             h = self.adapter.compile(candidate)
         except Exception as e:  # noqa: BLE001
