@@ -338,3 +338,27 @@ def test_unfold_is_transform_with_the_readings():
         got = _unfold(e, closed)
         assert got == want and type(got) is type(want)
         assert (got is e) == (want is e)
+
+
+def test_the_language_check_made_during_the_judge_is_the_final_ones():
+    """``passes._VerifyAhead`` checks the first grammar the judge sends to the engines in a
+    thread: for that grammar its result is the final check's (the same verdict and stats);
+    for any other it gives None (the final check runs); the input itself starts nothing."""
+    from gramopt.passes import _VerifyAhead
+    from gramopt.verify import Bounds
+    a = parse(JSONISH, "gbnf")
+    b = parse(JSONISH.replace("ws ::= [ ]?", "ws ::= \" \"?"), "gbnf")
+    wrong = parse(JSONISH.replace("[a-c]", "[a-d]"), "gbnf")
+    ahead = _VerifyAhead(a, None)
+    ahead.start(a)
+    assert ahead.future is None
+    ahead.start(b)
+    ahead.start(wrong)  # only the first is checked ahead
+    got, plain = ahead.result(b), check_equivalence(a, b, Bounds(), incremental=True)
+    def drop(st):  # the stats without their wall seconds
+        return {k: drop(v) if isinstance(v, dict) else v for k, v in st.items() if k != "seconds"}
+    assert got.ok and plain.ok and drop(got.stats) == drop(plain.stats)
+    assert ahead.result(wrong) is None and ahead.result(a) is None
+    bad = _VerifyAhead(a, None)
+    bad.start(wrong)
+    assert not bad.result(wrong).ok  # a difference is reported as the final check reports it

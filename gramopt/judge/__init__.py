@@ -76,6 +76,9 @@ class Optimizer:
     """The passes that changed the candidate by a measure other than the target's cost
     models (the inliner: κ): a candidate the cost decision rejects is tried without them
     before the fallbacks that leave every pass out."""
+    checking: Callable[[Grammar], None] = lambda grammar: None
+    """Told of each grammar the cost decision lets through, before its engine check (the
+    caller's final language check may start on it meanwhile: ``passes._VerifyAhead``)."""
 
 
 class RepairWork:
@@ -255,7 +258,10 @@ def _judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer, 
         return None if why is None else f"{guard.name}: {why}"
 
     def acceptable(c: Grammar, at_once: bool = True) -> bool:
-        return cost_why(c) is None and engines.difference(c, at_once=at_once) is None
+        if cost_why(c) is not None:
+            return False
+        optimizer.checking(c)
+        return engines.difference(c, at_once=at_once) is None
 
     def done(grammar: Grammar, notes: list[str], note: str | None) -> Verdict:
         verdict.grammar = grammar
@@ -269,6 +275,7 @@ def _judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer, 
     if guard is not None:
         verdict.guard_notes.append(why or f"{guard.name}: {guard.accepted(original)}")
     if why is None:
+        optimizer.checking(candidate)
         diff = engines.difference(candidate)
         if diff is None:
             return done(candidate, verdict.engine_notes, None)
@@ -293,6 +300,7 @@ def _judge(original: Grammar, candidate: Grammar, target, optimizer: Optimizer, 
     fallback = _first_fallback(optimizer, why is None, original, last, acceptable)
     if fallback is not None:
         return done(fallback[1], notes, f"kept {fallback[0]}")
+    optimizer.checking(last)
     diff = engines.difference(last)
     if diff is not None:  # even the target's fix-ups differ in an engine: the input itself
         verdict.engine_notes.append(f"{last_label}: {diff.describe()}")
