@@ -416,24 +416,35 @@ class _VerifyAhead:
     def __init__(self, grammar: Grammar, bounds: "Bounds | None"):
         self.grammar, self.bounds = grammar, bounds or Bounds()
         self.of: Grammar | None = None
-        self.future = None
+        self.thread = None
+        self.outcome: list = []  # [("ok", result)] or [("raised", exception)] once done
 
     def start(self, candidate: Grammar) -> None:
-        if self.future is not None or candidate == self.grammar:
+        if self.thread is not None or candidate == self.grammar:
             return
-        from concurrent.futures import ThreadPoolExecutor
+        import threading
         from .verify import check_equivalence
         self.of = candidate
-        pool = ThreadPoolExecutor(1, thread_name_prefix="verify-ahead")
-        self.future = pool.submit(check_equivalence, self.grammar, candidate, self.bounds, incremental=True)
-        pool.shutdown(wait=False)
+
+        def run():
+            try:
+                self.outcome.append(("ok", check_equivalence(self.grammar, candidate, self.bounds, incremental=True)))
+            except BaseException as e:  # noqa: BLE001 - raised where the final check would raise it
+                self.outcome.append(("raised", e))
+        # a daemon: a check whose grammar is not kept never holds the process's exit
+        self.thread = threading.Thread(target=run, name="verify-ahead", daemon=True)
+        self.thread.start()
 
     def result(self, out: Grammar):
         """The check's result when ``out`` is the grammar it checks (its exception raised, as
         the final check's would be); None otherwise."""
-        if self.future is None or not (out is self.of or out == self.of):
+        if self.thread is None or not (out is self.of or out == self.of):
             return None
-        return self.future.result()
+        self.thread.join()
+        how, value = self.outcome[0]
+        if how == "raised":
+            raise value
+        return value
 
 
 def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast: bool = False,

@@ -351,7 +351,7 @@ def test_the_language_check_made_during_the_judge_is_the_final_ones():
     wrong = parse(JSONISH.replace("[a-c]", "[a-d]"), "gbnf")
     ahead = _VerifyAhead(a, None)
     ahead.start(a)
-    assert ahead.future is None
+    assert ahead.thread is None
     ahead.start(b)
     ahead.start(wrong)  # only the first is checked ahead
     got, plain = ahead.result(b), check_equivalence(a, b, Bounds(), incremental=True)
