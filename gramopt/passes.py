@@ -411,13 +411,23 @@ class _VerifyAhead:
     is pure Python where the engines' masks are native calls that release the interpreter,
     so the two share the cores. The check is a function of the two grammars and the bounds:
     its verdict is the one the final check would reach after the judge. A grammar the judge
-    does not keep costs that one check, not used (``result`` is None; the final check runs)."""
+    does not keep costs that one check, not used (``result`` is None; the final check runs).
+    The judge's own language checks of its repairs are the same call, so they are kept too
+    (``checked``): a repair kept is not checked a second time."""
 
     def __init__(self, grammar: Grammar, bounds: "Bounds | None"):
         self.grammar, self.bounds = grammar, bounds or Bounds()
         self.of: Grammar | None = None
         self.thread = None
         self.outcome: list = []  # [("ok", result)] or [("raised", exception)] once done
+        self.made: list = []  # (grammar, result) of the judge's own checks (``checked``)
+
+    def checked(self, candidate: Grammar):
+        """``check_equivalence(input, candidate, bounds, incremental=True)``, kept for ``result``."""
+        from .verify import check_equivalence
+        res = check_equivalence(self.grammar, candidate, self.bounds, incremental=True)
+        self.made.append((candidate, res))
+        return res
 
     def start(self, candidate: Grammar) -> None:
         if self.thread is not None or candidate == self.grammar:
@@ -438,6 +448,9 @@ class _VerifyAhead:
     def result(self, out: Grammar):
         """The check's result when ``out`` is the grammar it checks (its exception raised, as
         the final check's would be); None otherwise."""
+        for g, res in self.made:
+            if out is g or out == g:
+                return res
         if self.thread is None or not (out is self.of or out == self.of):
             return None
         self.thread.join()
@@ -467,7 +480,8 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast
         return _derived_lookaheads_kept(grammar, (rest.run(grammar) if fast else rest.run_to_fixpoint(grammar))[0], t)
 
     def same_language(a: Grammar, b: Grammar) -> bool:
-        res = check_equivalence(a, b, bounds or Bounds(), incremental=True)
+        res = ahead.checked(b) if ahead is not None and a is grammar else \
+            check_equivalence(a, b, bounds or Bounds(), incremental=True)
         return res.ok and not res.stats.get("work_spent") and not res.stats.get("safety_limit")
 
     # the inliner decides by κ, not by the target's cost models: where it inlined, a rejected

@@ -362,3 +362,6 @@ def test_the_language_check_made_during_the_judge_is_the_final_ones():
     bad = _VerifyAhead(a, None)
     bad.start(wrong)
     assert not bad.result(wrong).ok  # a difference is reported as the final check reports it
+    repaired = parse(JSONISH.replace("ws ::= [ ]?", "ws ::= \"\" | \" \""), "gbnf")
+    made = ahead.checked(repaired)  # a repair's check during the judge: kept for the final one
+    assert made.ok and ahead.result(repaired) is made

@@ -370,6 +370,12 @@ def _repairs(original: Grammar, out: Grammar, diff: MaskDifference, optimizer: O
                 continue
             if not work.take(fixed, 1 + every):
                 return None
+            # the engine that told the candidate apart first (its verdict on a source is kept, so
+            # ``acceptable`` below asks it nothing twice): a restore it still tells apart is
+            # refused without the language check, pure Python and most of a repair's seconds;
+            # ``acceptable`` implies this, so the repair chosen is the one chosen without it
+            if engines.difference(fixed, only=engine) is not None:
+                continue
             if not optimizer.same_language(original, fixed):
                 continue
             if acceptable(fixed, at_once=False):
