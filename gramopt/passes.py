@@ -61,6 +61,7 @@ from typing import Callable
 
 from . import targets
 from .collector import paused, release_memory
+from .cores import spare
 from .costmodels import sac_proxy
 from .costmodels.kappa import kappa
 from .costmodels.objective import objective as _objective
@@ -269,7 +270,7 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
     else:
         out, reports = pm.run_to_fixpoint(grammar)
     out = _derived_lookaheads_kept(grammar, out, pm.ctx.target, reports)
-    ahead = _VerifyAhead(grammar, bounds) if verify and not fast else None
+    ahead = _VerifyAhead(grammar, bounds, side_by_side=spare()) if verify and not fast else None
     if out != grammar and (pm.ctx.target.checked_in or pm.ctx.target.guard is not None):
         with stage("engine check"):
             out = _judged(grammar, out, pm, reports, fast, bounds, samples, ahead)
@@ -415,8 +416,8 @@ class _VerifyAhead:
     The judge's own language checks of its repairs are the same call, so they are kept too
     (``checked``): a repair kept is not checked a second time."""
 
-    def __init__(self, grammar: Grammar, bounds: "Bounds | None"):
-        self.grammar, self.bounds = grammar, bounds or Bounds()
+    def __init__(self, grammar: Grammar, bounds: "Bounds | None", side_by_side: bool = True):
+        self.grammar, self.bounds, self.side_by_side = grammar, bounds or Bounds(), side_by_side
         self.of: Grammar | None = None
         self.thread = None
         self.outcome: list = []  # [("ok", result)] or [("raised", exception)] once done
@@ -430,7 +431,9 @@ class _VerifyAhead:
         return res
 
     def start(self, candidate: Grammar) -> None:
-        if self.thread is not None or candidate == self.grammar:
+        """Check ``candidate`` in a thread, if it is the first one and a core is spare for it
+        (``side_by_side``, ``cores.spare``: in a batch that fills every core it is not)."""
+        if not self.side_by_side or self.thread is not None or candidate == self.grammar:
             return
         import threading
         from .verify import check_equivalence

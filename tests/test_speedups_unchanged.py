@@ -365,3 +365,20 @@ def test_the_language_check_made_during_the_judge_is_the_final_ones():
     repaired = parse(JSONISH.replace("ws ::= [ ]?", "ws ::= \"\" | \" \""), "gbnf")
     made = ahead.checked(repaired)  # a repair's check during the judge: kept for the final one
     assert made.ok and ahead.result(repaired) is made
+    busy = _VerifyAhead(a, None, side_by_side=False)  # no spare core: nothing started ahead
+    busy.start(b)
+    assert busy.thread is None and busy.result(b) is None
+
+
+def test_side_by_side_threads_only_with_a_spare_core(monkeypatch):
+    """``cores.spare``: one process on two cores has one; two batch workers on two cores do not
+    (the judge then makes the input's trace first, as before: the same paths either way)."""
+    from gramopt import cores
+    monkeypatch.setattr(cores, "cores", lambda: 2)
+    monkeypatch.setattr(cores, "_workers", 1)
+    assert cores.spare()
+    cores.share(2)
+    assert not cores.spare()
+    monkeypatch.setattr(cores, "cores", lambda: 1)
+    cores.share(1)
+    assert not cores.spare()

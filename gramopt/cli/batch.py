@@ -339,7 +339,7 @@ def _schedule(todo: list[Item], options: Options, workers: int, scheduler: str |
     n = max(1, min(workers or os.cpu_count() or 1, len(todo)))
     # spawn, not fork: egglog and numba start threads, and a forked child can deadlock on their locks
     pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_worker_init, initargs=(os.getpid(),))
+                               initializer=_worker_init, initargs=(os.getpid(), n))
     done: set[str] = set()
     try:
         futures = {pool.submit(optimize_item, asdict(it), options, cache_dir, max_memory): it for it in todo}
@@ -376,7 +376,7 @@ def _one_process_each(todo: list[Item], options: Options, n: int, cache_dir,
             while queue and len(running) < n:
                 it = queue.pop()
                 conn, theirs = ctx.Pipe()
-                proc = ctx.Process(target=_run_one, args=(theirs, os.getpid()), daemon=True)
+                proc = ctx.Process(target=_run_one, args=(theirs, os.getpid(), n), daemon=True)
                 proc.start()
                 theirs.close()  # the child holds the only other end: EOF or EPIPE once it ends
                 try:  # the item goes down the pipe, not in start()'s arguments: a child that dies
@@ -403,10 +403,10 @@ def _one_process_each(todo: list[Item], options: Options, n: int, cache_dir,
         raise
 
 
-def _run_one(conn, client: int) -> None:
-    """A process of its own for one item (``_one_process_each``): the item up ``conn``, its
-    result down it."""
-    _worker_init(client)
+def _run_one(conn, client: int, workers: int = 1) -> None:
+    """A process of its own for one item (``_one_process_each``, ``workers`` at a time): the
+    item up ``conn``, its result down it."""
+    _worker_init(client, workers)
     item, options, cache_dir, max_memory = conn.recv()
     conn.send(optimize_item(item, options, cache_dir, max_memory))
     conn.close()
@@ -422,12 +422,15 @@ def _died(it: Item, exitcode: int | None) -> dict:
             "seconds": 0.0, "text": None, "cached": False}
 
 
-def _worker_init(client: int) -> None:
+def _worker_init(client: int, workers: int = 1) -> None:
     """A worker leaves Ctrl-C to the client (process ``client``), which stops every worker
     (``_stop_workers``): one message, no traceback per worker; it ends with its client however
-    the client ends (``_end_with_client``). Its collector runs as the command line's."""
+    the client ends (``_end_with_client``). Its collector runs as the command line's. It is one
+    of ``workers`` at once (``cores.share``: the judge's side-by-side threads need a spare core)."""
     import gc
     import signal
+    from ..cores import share
+    share(workers)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _end_with_client(client)
     gc.set_threshold(50_000, 20, 20)  # as the command line's (gramopt.cli.main)

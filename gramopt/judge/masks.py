@@ -21,8 +21,9 @@ llguidance (``QWEN_WHOLE``: its masks fail by the vocabulary's size): masks are 
 rows (bit i of word i//32). The input's trace is computed once per engine: along each
 trajectory (``trajectories``: samples and derived sentences as its tokens, then seeded walks
 through the input's own masks) the digest of the input's mask at every step, and the token taken after it. A candidate is then stepped along
-the same tokens (the first one path by path as the trace is made, in a thread of its own: the
-two grammars' masks filled at once, the verdict the sequential one's, ``EngineCheck._paths``) (each grammar's mask is asked of the engine once per token prefix, ``_Masks``:
+the same tokens (the first one path by path as the trace is made, in a thread of its own where
+a core is spare: the two grammars' masks filled at once, the verdict the sequential one's,
+``EngineCheck._paths``) (each grammar's mask is asked of the engine once per token prefix, ``_Masks``:
 trajectories share their first step and often their openings); at the first step whose mask
 differs, the tokens allowed by one side only are judged against the language (the reference
 recognizer of ``gramopt.verify`` on the prefix's bytes and the token's): where the candidate's
@@ -68,6 +69,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..cores import cores, spare
 from ..grammar import Grammar
 from ..costmodels.engine_shapes import unbounded_rules
 from ..engines.base import BYTE_END, first_line
@@ -162,18 +164,12 @@ def encode(data: bytes, engine: str = "") -> list[int]:
     return (vocabulary.qwen_encode if engine in QWEN_WHOLE else vocabulary.encode)(data)
 
 
-def _cores() -> int:
-    """The cores this process may run on."""
-    import os
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 @lru_cache(maxsize=4)
 def _adapter(name: str):
     """``name``'s adapter over the shared vocabulary, compiling with every core (the judge
     waits on its compiles; the compiled grammar is the same with any number of threads)."""
     from ..engines import ENGINES
-    eng = ENGINES[name](_env(name), threads=_cores())
+    eng = ENGINES[name](_env(name), threads=cores())
     if eng.missing:
         raise NotChecked(eng.missing)
     eng.prepare()
@@ -412,9 +408,11 @@ class EngineCheck:
         paths made so far (the candidate's masks along a path need only that path: the two
         grammars' masks are filled at once, on two cores, where they took one after the other);
         the thread is joined on exit, so the trace is whole and kept for the next candidate,
-        and the paths read are the sequential trace's, in its order (the verdict is the same)."""
-        if steps in self.traces:
-            yield iter(self.traces[steps])
+        and the paths read are the sequential trace's, in its order (the verdict is the same).
+        Where the thread would find no core of its own (``cores.spare``) the trace is made
+        first, then read."""
+        if steps in self.traces or not spare():  # (no core of its own: made first, as before)
+            yield iter(self._trace(steps))
             return
         made: queue.SimpleQueue = queue.SimpleQueue()
         done, failed = object(), []
