@@ -23,7 +23,7 @@ import pathlib
 import sys
 
 LAYERS = [  # floor 0 is the ground
-    {"grammar", "_version", "stage", "collector"},
+    {"grammar", "_version", "stage", "collector", "cores"},
     {"formats", "costmodels", "verify", "runtime"},
     {"rewrites", "egraph", "transforms", "decoding"},
     {"targets", "engines", "sampling"},
