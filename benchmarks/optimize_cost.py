@@ -20,6 +20,10 @@ Items: ``--data`` a folder of JSONSchemaBench files (default the vendored 443,
 corpus); ``--every K`` keeps every K-th item (sorted by name), ``--skip S`` leaves out the first S
 of those (to finish a run cut short: rows are appended), ``--limit N`` keeps the next N.
 
+``--paired A,B,A2`` runs batch workers of several checkouts side by side, each item asked of
+every worker in turn, so they meet the same load (a copy of A listed again is the A/A control);
+it prints each one's table and its per-item ratios to the first.
+
 ``--tree`` runs another checkout's gramopt (its folder goes first on ``PYTHONPATH``), so the
 same script measures a base commit and its successor on one machine; every output is written
 under ``--out``/``outputs/MODE/TARGET/``, and ``--compare`` prints both runs' tables side by
@@ -183,24 +187,67 @@ def run_process(tree: Path, item: Path, target: str, dst: Path, timeout: float) 
             "peak_mb": ru.ru_maxrss / 1024, "message": (err[-1] if err else "")[:200]}
 
 
+def batch_worker(tree: Path) -> subprocess.Popen:
+    """A long-lived worker process running ``tree``'s gramopt (``WORKER``)."""
+    return subprocess.Popen([sys.executable, "-c", WORKER], env=env_for(tree), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd=tree)
+
+
+def ask(proc: subprocess.Popen, item: Path, target: str, out: Path) -> dict:
+    """One item through a batch worker: its row."""
+    dst = output_path(out, "batch", target, item)
+    proc.stdin.write(json.dumps({"path": str(item), "target": target, "out": str(dst)}) + "\n")
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    if not line:
+        raise SystemExit(f"the batch worker died at {item.name}")
+    return {"item": item.name, "mode": "batch", "target": target, **json.loads(line)}
+
+
 def run_batch(tree: Path, files: list[Path], target: str, out: Path, log) -> list[dict]:
     """Every item through one worker process (module docstring)."""
-    proc = subprocess.Popen([sys.executable, "-c", WORKER], env=env_for(tree), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, cwd=tree)
+    proc = batch_worker(tree)
     rows = []
     for item in files:
-        dst = output_path(out, "batch", target, item)
-        proc.stdin.write(json.dumps({"path": str(item), "target": target, "out": str(dst)}) + "\n")
-        proc.stdin.flush()
-        line = proc.stdout.readline()
-        if not line:
-            raise SystemExit(f"the batch worker died at {item.name}")
-        row = {"item": item.name, "mode": "batch", "target": target, **json.loads(line)}
+        row = ask(proc, item, target, out)
         rows.append(row)
         log(row)
     proc.stdin.close()
     proc.wait()
     return rows
+
+
+def run_paired(trees: list[Path], files: list[Path], target: str, out: Path) -> None:
+    """One batch worker per tree, each item asked of every worker in turn (the order reversed
+    every other item), so that the trees meet the same load from one item to the next; list a
+    tree twice for the A/A control. Rows and outputs under ``out/I-TREE/`` (``--compare`` reads
+    them); prints each tree's table and its per-item wall and CPU ratios to the first tree's
+    (median, and p95 of the wall ratio)."""
+    dirs = [out / f"{i}-{t.name}" for i, t in enumerate(trees)]
+    procs = [batch_worker(t) for t in trees]
+    rows: list[list[dict]] = [[] for _ in trees]
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+    sinks = [open(d / "rows.jsonl", "a") for d in dirs]
+    for k, item in enumerate(files):
+        for i in (range(len(trees)) if k % 2 == 0 else reversed(range(len(trees)))):
+            row = ask(procs[i], item, target, dirs[i])
+            rows[i].append(row)
+            sinks[i].write(json.dumps(row) + "\n")
+            sinks[i].flush()
+        print(f"{item.name[:44]:44} " + " ".join(f"{rs[-1]['wall']:6.2f}" for rs in rows), file=sys.stderr)
+    for proc, sink in zip(procs, sinks):
+        proc.stdin.close()
+        proc.wait()
+        sink.close()
+    print("\n".join(HEADER + [line for d, rs in zip(dirs, rows) for line in table(rs, d.name)]))
+    base = {r["item"]: r for r in rows[0]}
+    for d, rs in zip(dirs[1:], rows[1:]):
+        pairs = [(r, base[r["item"]]) for r in rs if base[r["item"]]["wall"] > 0.05 and base[r["item"]]["cpu"] > 0.05]
+        wall = np.array([r["wall"] / b["wall"] for r, b in pairs])
+        cpu = np.array([r["cpu"] / b["cpu"] for r, b in pairs])
+        print(f"{d.name} against {dirs[0].name}, per item ({len(pairs)}): wall ratio median {np.median(wall):.3f} "
+              f"(p95 {np.percentile(wall, 95):.3f}), CPU ratio median {np.median(cpu):.3f}")
 
 
 def quantiles(xs) -> str:
@@ -264,6 +311,8 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="folder for rows.jsonl and the outputs")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per process (safety only)")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--paired", metavar="TREE,TREE[,...]", help="batch workers of these checkouts, item by item "
+                    "in turn (``run_paired``; a tree listed twice is the A/A control)")
     args = ap.parse_args()
     if args.compare:
         compare(Path(args.compare[0]), Path(args.compare[1]))
@@ -271,6 +320,9 @@ def main() -> None:
     files = items(Path(args.data), args.every, args.limit, args.skip)
     out = Path(args.out or ROOT / "benchmarks" / "results" / f"optimize-cost-{time.strftime('%Y-%m-%d')}")
     out.mkdir(parents=True, exist_ok=True)
+    if args.paired:
+        run_paired([Path(t).resolve() for t in args.paired.split(",")], files, args.targets.split(",")[0], out)
+        return
     tree = Path(args.tree).resolve()
     rows: list[dict] = []
     with open(out / "rows.jsonl", "a") as sink:
