@@ -404,6 +404,13 @@ def _fallbacks(grammar: Grammar, pm: PassManager, safer: bool = True):
         yield "the input", grammar
 
 
+AHEAD_MAX_SIZE = 2_000
+"""The largest grammar (expanded symbols, ``grammar.size``) checked ahead: the check holds its
+memory while the engines hold theirs, and on a large grammar that overlap raised the peak
+(WashingtonPost wp_26, 1,268 rules: 1.29 → 1.50 GB); the median JSONSchemaBench grammar has
+~250, where both are small. Larger ones are checked after the engines are released, as before."""
+
+
 class _VerifyAhead:
     """The final language check (``check_equivalence(input, output, incremental=True)``) of
     the first grammar the judge sends to the engines, started in a thread of its own while
@@ -433,7 +440,8 @@ class _VerifyAhead:
     def start(self, candidate: Grammar) -> None:
         """Check ``candidate`` in a thread, if it is the first one and a core is spare for it
         (``side_by_side``, ``cores.spare``: in a batch that fills every core it is not)."""
-        if not self.side_by_side or self.thread is not None or candidate == self.grammar:
+        if not self.side_by_side or self.thread is not None or candidate == self.grammar \
+                or grammar_size(candidate) > AHEAD_MAX_SIZE:
             return
         import threading
         from .verify import check_equivalence

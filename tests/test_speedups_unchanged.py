@@ -368,6 +368,15 @@ def test_the_language_check_made_during_the_judge_is_the_final_ones():
     busy = _VerifyAhead(a, None, side_by_side=False)  # no spare core: nothing started ahead
     busy.start(b)
     assert busy.thread is None and busy.result(b) is None
+    import gramopt.passes as passes
+    small = passes.AHEAD_MAX_SIZE
+    try:  # a grammar over the size checked ahead: checked after the engines, as before
+        passes.AHEAD_MAX_SIZE = 1
+        large = _VerifyAhead(a, None)
+        large.start(b)
+        assert large.thread is None and large.result(b) is None
+    finally:
+        passes.AHEAD_MAX_SIZE = small
 
 
 def test_side_by_side_threads_only_with_a_spare_core(monkeypatch):
