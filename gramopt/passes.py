@@ -270,7 +270,7 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
     else:
         out, reports = pm.run_to_fixpoint(grammar)
     out = _derived_lookaheads_kept(grammar, out, pm.ctx.target, reports)
-    ahead = _VerifyAhead(grammar, bounds, side_by_side=spare()) if verify and not fast else None
+    ahead = _VerifyAhead(grammar, bounds, side_by_side=verify and not fast and spare())
     if out != grammar and (pm.ctx.target.checked_in or pm.ctx.target.guard is not None):
         with stage("engine check"):
             out = _judged(grammar, out, pm, reports, fast, bounds, samples, ahead)
@@ -305,9 +305,9 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
                         res = check(grammar, out, fast_bounds, methods)
                         res.stats["mode"] = f"per-request: {fast_bounds.derivations} derivations each way"
                     else:  # the changed rules first, the unchanged ones as letters (verify.unchanged)
-                        res = ahead.result(out) if ahead is not None else None  # made during the judge
+                        res = ahead.result(out)  # made during the judge
                         if res is None:
-                            res = check(grammar, out, bounds or Bounds(), incremental=True)
+                            res = ahead.checked(out)
                     for k in keep if res.ok and not res.stats.get("work_spent") else ():
                         # a kept entry point's own language: the engine may start there too
                         res = check(replace(grammar, start=k), replace(out, start=k), bounds or Bounds(),
@@ -430,10 +430,14 @@ class _VerifyAhead:
         self.outcome: list = []  # [("ok", result)] or [("raised", exception)] once done
         self.made: list = []  # (grammar, result) of the judge's own checks (``checked``)
 
-    def checked(self, candidate: Grammar):
-        """``check_equivalence(input, candidate, bounds, incremental=True)``, kept for ``result``."""
+    def _check(self, candidate: Grammar):
+        """The final check: ``check_equivalence(input, candidate, bounds, incremental=True)``."""
         from .verify import check_equivalence
-        res = check_equivalence(self.grammar, candidate, self.bounds, incremental=True)
+        return check_equivalence(self.grammar, candidate, self.bounds, incremental=True)
+
+    def checked(self, candidate: Grammar):
+        """``_check(candidate)``, kept for ``result``."""
+        res = self._check(candidate)
         self.made.append((candidate, res))
         return res
 
@@ -444,12 +448,11 @@ class _VerifyAhead:
                 or grammar_size(candidate) > AHEAD_MAX_SIZE:
             return
         import threading
-        from .verify import check_equivalence
         self.of = candidate
 
         def run():
             try:
-                self.outcome.append(("ok", check_equivalence(self.grammar, candidate, self.bounds, incremental=True)))
+                self.outcome.append(("ok", self._check(candidate)))
             except BaseException as e:  # noqa: BLE001 - raised where the final check would raise it
                 self.outcome.append(("raised", e))
         # a daemon: a check whose grammar is not kept never holds the process's exit
@@ -480,6 +483,7 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast
     "engine-check"); the judge is lent what it needs of the pass manager, nothing else."""
     from .judge import Optimizer, judge
     from .verify import check_equivalence
+    ahead = ahead or _VerifyAhead(grammar, bounds, side_by_side=False)
     t = pm.ctx.target
     # a model the user named prices the target's engine in the guard as in the extractor
     models = {t.calibrated_engine: pm.ctx.cost_model} if t.calibrated_engine and pm.ctx.cost_model else None
@@ -491,8 +495,7 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast
         return _derived_lookaheads_kept(grammar, (rest.run(grammar) if fast else rest.run_to_fixpoint(grammar))[0], t)
 
     def same_language(a: Grammar, b: Grammar) -> bool:
-        res = ahead.checked(b) if ahead is not None and a is grammar else \
-            check_equivalence(a, b, bounds or Bounds(), incremental=True)
+        res = ahead.checked(b) if a is grammar else check_equivalence(a, b, bounds or Bounds(), incremental=True)
         return res.ok and not res.stats.get("work_spent") and not res.stats.get("safety_limit")
 
     # the inliner decides by κ, not by the target's cost models: where it inlined, a rejected
@@ -501,7 +504,7 @@ def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast
     optimizer = Optimizer(tuple(pm.names), lambda name, g: replay.run_pass(name, g)[0], without,
                           lambda safer: list(_fallbacks(grammar, pm, safer)), same_language,
                           pm.ctx.limits.engine_check_steps, models, samples, pm.ctx.limits.judge_repair_work,
-                          inlined, ahead.start if ahead is not None else (lambda g: None))
+                          inlined, ahead.start)
     tick = time.perf_counter()
     verdict = judge(grammar, out, t, optimizer)
     seconds = time.perf_counter() - tick

@@ -21,10 +21,10 @@ llguidance (``QWEN_WHOLE``: its masks fail by the vocabulary's size): masks are 
 rows (bit i of word i//32). The input's trace is computed once per engine: along each
 trajectory (``trajectories``: samples and derived sentences as its tokens, then seeded walks
 through the input's own masks) the digest of the input's mask at every step, and the token taken after it. A candidate is then stepped along
-the same tokens (the first one path by path as the trace is made, in a thread of its own where
-a core is spare: the two grammars' masks filled at once, the verdict the sequential one's,
-``EngineCheck._paths``) (each grammar's mask is asked of the engine once per token prefix, ``_Masks``:
-trajectories share their first step and often their openings); at the first step whose mask
+the same tokens, each grammar's mask asked of the engine once per token prefix (``_Masks``:
+trajectories share their first step and often their openings; the first candidate is stepped
+path by path as the trace is made, in a thread of its own where a core is spare, with the
+sequential verdict: ``EngineCheck._paths``); at the first step whose mask
 differs, the tokens allowed by one side only are judged against the language (the reference
 recognizer of ``gramopt.verify`` on the prefix's bytes and the token's): where the candidate's
 mask is the language's on every such token and the input's is not (xgrammar's wrong mask for a
@@ -74,7 +74,8 @@ from ..grammar import Grammar
 from ..costmodels.engine_shapes import unbounded_rules
 from ..engines.base import BYTE_END, first_line
 from ..grammar.dialects import token_atoms
-from .trajectories import WALK_TOKENS, TokenGroups, Walker, first_bytes, interleave, sentences, token_paths
+from .trajectories import (WALK_TOKENS, TokenGroups, Walker, allowed_bits, first_bytes, interleave, sentences,
+                           token_paths)
 
 ENGINE_NAMES = ("xgrammar", "llguidance", "llama.cpp")
 STEP_SHARE = {"xgrammar": 1.0, "llguidance": 1.0, "llama.cpp": 1 / 40}  # llama.cpp: ~50-170 ms a mask
@@ -226,7 +227,7 @@ def _digest(row: np.ndarray, n: int) -> int:
 
 def _allowed(row: np.ndarray, n: int) -> np.ndarray:
     """Sorted ids of the tokens a packed row allows."""
-    return np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[:n])
+    return np.flatnonzero(allowed_bits(row, n))
 
 
 def one_side_only(row_a: np.ndarray, row_b: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -166,6 +166,10 @@ class TokenGroups:
     def members(self, g: int) -> np.ndarray:
         return self.order[self.bounds[g]:self.bounds[g + 1]]
 
+    def allowed_counts(self, allowed: np.ndarray) -> np.ndarray:
+        """Per group, how many of its tokens the boolean array ``allowed`` (by token id) marks."""
+        return np.add.reduceat(allowed[self.order].astype(np.int64), self.starts)
+
 
 class Walker:
     """Seeded choices of a random walk through a mask (module docstring); ``end_ids`` end a
@@ -204,14 +208,14 @@ class Walker:
             live = np.unique(firsts)
             b = live[self.rng.randrange(live.size)]
             return self._within(ids[firsts == b], b)
-        allowed = np.unpackbits(row.view(np.uint8), bitorder="little")[:n].view(bool)
+        allowed = allowed_bits(row, n)
         for _ in range(self.TRIES):
             g = self.rng.randrange(len(gs))
             ids = gs.members(g)
             among = ids[allowed[ids]]
             if among.size:
                 return self._within(among, gs.byte[g])
-        live = np.flatnonzero(np.logical_or.reduceat(allowed[gs.order], gs.starts))
+        live = np.flatnonzero(gs.allowed_counts(allowed))
         g = int(live[self.rng.randrange(live.size)])
         ids = gs.members(g)
         return self._within(ids[allowed[ids]], gs.byte[g])
@@ -225,9 +229,8 @@ class Walker:
         allowed group leads back to the same state, so the way out is among the split ones.
         (Weights by IEEE division and products only: the same draw on any machine.)"""
         gs = self.groups
-        n = gs.first.size
-        allowed = np.unpackbits(row.view(np.uint8), bitorder="little")[:n].view(bool)
-        per = np.add.reduceat(allowed[gs.order].astype(np.int64), gs.starts)
+        allowed = allowed_bits(row, gs.first.size)
+        per = gs.allowed_counts(allowed)
         size = np.diff(gs.bounds)
         f = (size - per) / size
         w = np.where((per > 0) & (per < size), f * f * f * f, 0.0)
@@ -245,10 +248,15 @@ class Walker:
         return int(among[self.rng.randrange(among.size)])
 
 
+def allowed_bits(row: np.ndarray, n: int) -> np.ndarray:
+    """The packed mask ``row`` (int32 words, bit i of word i//32) as ``n`` booleans by token id."""
+    return np.unpackbits(row.view(np.uint8), bitorder="little")[:n].view(bool)
+
+
 def first_bytes(token_bytes: Sequence[bytes]) -> np.ndarray:
     """Each token's first byte, -1 for a token without bytes (special tokens)."""
     return np.array([b[0] if b else -1 for b in token_bytes], np.int16)
 
 
-__all__ = ["BYTE_SENTENCES", "COVER_BYTES", "SENTENCES", "byte_sentences", "covering_texts", "TRAJECTORY_TOKENS", "TokenGroups", "WALK_TOKENS", "Walker", "first_bytes", "interleave", "sentences",
+__all__ = ["BYTE_SENTENCES", "allowed_bits", "COVER_BYTES", "SENTENCES", "byte_sentences", "covering_texts", "TRAJECTORY_TOKENS", "TokenGroups", "WALK_TOKENS", "Walker", "first_bytes", "interleave", "sentences",
            "token_paths"]
