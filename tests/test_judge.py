@@ -81,6 +81,19 @@ def test_walker_leaves_a_repeated_mask_through_a_split_group():
     assert Walker(groups, [8], seed=3).choose(np.array([0b000001111], np.int32), repeated=True) in {0, 1, 2, 3}
 
 
+def test_group_counts_are_the_same_for_sparse_and_dense_masks():
+    """``TokenGroups.allowed_counts`` counts over the marked tokens where they are few and
+    group by group elsewhere: both give each group's count (against a plain loop)."""
+    import numpy as np
+    rng = np.random.default_rng(5)
+    toks = [bytes([int(b)]) * int(k) if k else b"" for b, k in zip(rng.integers(0, 256, 4000), rng.integers(0, 4, 4000))]
+    groups = TokenGroups(first_bytes(toks))
+    for density in (0.0, 0.01, 0.2, 0.9, 1.0):
+        allowed = rng.random(len(toks)) < density
+        want = [int(allowed[groups.members(g)].sum()) for g in range(len(groups))]
+        assert groups.allowed_counts(allowed).tolist() == want
+
+
 # ---------------------------------------------------------------- the judge's repair steps (no engine)
 
 

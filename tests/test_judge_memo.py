@@ -99,13 +99,17 @@ def reference_byte_difference(original, optimized, texts):
     """The byte-vocabulary check filling every step of both grammars (its definition)."""
     import llguidance.numpy as llnp
 
-    from gramopt.engines.llguidance import EOS, Difference, _fill, _matcher
+    from gramopt.engines.llguidance import EOS, Difference, _matcher
     ma, mb = _matcher(original), _matcher(optimized)
     if ma is None:
         return None
     if mb is None:
         return Difference(b"", [], [])
     ba, bb = llnp.allocate_token_bitmask(1, EOS + 1), llnp.allocate_token_bitmask(1, EOS + 1)
+
+    def _fill(m, buf) -> bytes:  # llguidance's own numpy call, the padding bits past EOS cleared
+        llnp.fill_next_token_bitmask(m, buf, 0)
+        return buf[0, :EOS // 32].tobytes() + int(buf[0, EOS // 32] & 1).to_bytes(4, "little")
     allowed = lambda mask: {x for x in range(EOS + 1) if (mask[x >> 3] >> (x & 7)) & 1}  # noqa: E731
     for text in texts:
         ma.reset()

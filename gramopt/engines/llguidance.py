@@ -39,6 +39,8 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from ..formats import GBNF, LARK, token_atoms
 from ..grammar import Grammar
 from ..grammar.analysis import inlined_depth
@@ -116,12 +118,22 @@ def _llguidance_grammar(kind: str, text: str) -> str:
     return llg.grammar_from(kind, text)
 
 
-def _fill(m, buf) -> bytes:
-    """The matcher's mask of the 257 tokens, as bytes (the padding bits past EOS cleared)."""
-    import llguidance.numpy as llnp
-    llnp.fill_next_token_bitmask(m, buf, 0)
-    words = EOS // 32
-    return buf[0, :words].tobytes() + int(buf[0, words] & ((2 << (EOS % 32)) - 1)).to_bytes(4, "little")
+class _ByteMask:
+    """One row for llguidance's mask of the 257 tokens, its address taken once: a byte
+    vocabulary's mask costs ~2.5 μs in llguidance, ``llguidance.numpy``'s checks and
+    ``ctypes.data`` as much again."""
+
+    _WORDS = EOS // 32  # whole words; the next holds EOS and the padding
+
+    def __init__(self):
+        self.row = np.full(self._WORDS + 1, -1, np.int32)
+        self._at, self._nbytes = self.row.ctypes.data, self.row.nbytes
+
+    def fill(self, m) -> bytes:
+        """Matcher ``m``'s mask, as bytes (the padding bits past EOS cleared)."""
+        m.unsafe_compute_mask_ptr(self._at, self._nbytes)
+        row, w = self.row, self._WORDS
+        return row[:w].tobytes() + int(row[w] & ((2 << (EOS % 32)) - 1)).to_bytes(4, "little")
 
 
 def sentences(grammar: Grammar, n: int, seed: int = 0, max_depth: int = 10) -> list[bytes]:
@@ -152,17 +164,17 @@ def engine_difference(original: Grammar, optimized: Grammar, samples: int = BYTE
 _MASK = -1  # a ``ByteTrace`` trie node's key for its mask (bytes are 0..255)
 
 
-def _mask_at(node: dict, m, buf) -> bytes:
+def _mask_at(node: dict, m, buf: _ByteMask) -> bytes:
     """The mask of matcher ``m``, in the state trie ``node`` stands for, filled the first time
     that node is met: llguidance's state after ``reset`` is a function of the bytes consumed
     since, so a prefix met again has the mask it had."""
     mask = node.get(_MASK)
     if mask is None:
-        mask = node[_MASK] = _fill(m, buf)
+        mask = node[_MASK] = buf.fill(m)
     return mask
 
 
-def _masks_along(m, text: bytes, node: dict, buf) -> list[tuple[bytes, bool]]:
+def _masks_along(m, text: bytes, node: dict, buf: _ByteMask) -> list[tuple[bytes, bool]]:
     """Follow ``text`` in matcher ``m`` (reset) from trie ``node``: at each byte the mask
     (``_mask_at``), then the byte consumed; stops where the mask does not allow the byte or
     the matcher rejects it. Returns (mask, whether the byte was consumed) per step, the end
@@ -193,7 +205,6 @@ class ByteTrace:
     original's side of the comparison is a function of the original and the texts alone."""
 
     def __init__(self, original: Grammar, texts: list[bytes]):
-        import llguidance.numpy as llnp
         self.texts = list(texts)
         self.loads = False
         self.steps: list[list[tuple[bytes, bool]]] = []  # per text: (original's mask, byte consumed)
@@ -203,20 +214,19 @@ class ByteTrace:
         if ma is None:
             return
         self.loads = True
-        buf, root = llnp.allocate_token_bitmask(1, EOS + 1), {}
+        buf, root = _ByteMask(), {}
         self.steps = [_masks_along(ma, text, root, buf) for text in self.texts]
 
     def difference(self, optimized: Grammar, input_wrong=None) -> Difference | None:
         """``engine_difference`` of the original and ``optimized`` along the texts: at each
         step the candidate's mask (filled once per prefix, ``_mask_at``) against
         the original's kept one."""
-        import llguidance.numpy as llnp
         if not self.loads or token_atoms(optimized.dialect):
             return None
         mb = _matcher(optimized)
         if mb is None:
             return Difference(b"", [], [])
-        buf, root = llnp.allocate_token_bitmask(1, EOS + 1), {}
+        buf, root = _ByteMask(), {}
         for text, steps in zip(self.texts, self.steps):
             mb.reset()
             node = root

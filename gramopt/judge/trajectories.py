@@ -159,6 +159,10 @@ class TokenGroups:
         self.starts = np.flatnonzero(np.r_[True, firsts[1:] != firsts[:-1]])
         self.bounds = np.r_[self.starts, firsts.size]
         self.byte = firsts[self.starts]
+        self.sizes = np.diff(self.bounds)
+        self.group = np.empty(first_bytes.size, np.intp)  # each token's group
+        self.group[self.order] = np.repeat(np.arange(self.starts.size), self.sizes)
+        self._order32 = self.order.astype(np.int32)
 
     def __len__(self) -> int:
         return self.starts.size
@@ -167,8 +171,13 @@ class TokenGroups:
         return self.order[self.bounds[g]:self.bounds[g + 1]]
 
     def allowed_counts(self, allowed: np.ndarray) -> np.ndarray:
-        """Per group, how many of its tokens the boolean array ``allowed`` (by token id) marks."""
-        return np.add.reduceat(allowed[self.order].astype(np.int64), self.starts)
+        """Per group, how many of its tokens the boolean array ``allowed`` (by token id) marks
+        (int64; counted over the marked tokens where they are few, as a walk's repeated masks
+        between lexemes are, else group by group: the same counts)."""
+        ids = np.flatnonzero(allowed)
+        if ids.size * 8 <= allowed.size:
+            return np.bincount(self.group[ids], minlength=self.starts.size)
+        return np.add.reduceat(np.take(allowed.view(np.uint8), self._order32), self.starts, dtype=np.int64)
 
 
 class Walker:
@@ -231,7 +240,7 @@ class Walker:
         gs = self.groups
         allowed = allowed_bits(row, gs.first.size)
         per = gs.allowed_counts(allowed)
-        size = np.diff(gs.bounds)
+        size = gs.sizes
         f = (size - per) / size
         w = np.where((per > 0) & (per < size), f * f * f * f, 0.0)
         cw = np.cumsum(w)
