@@ -41,8 +41,15 @@ def release_memory(rules: int) -> None:
     the next stage does not stack its peak on the last one's garbage (10,000 rules: 1.51 →
     1.27 GB). Below the threshold nothing is done: a collection has a fixed cost of ~0.1 s
     (every object created since the pause began, the engines' imports included)."""
-    if rules < LARGE_RULES:
-        return
+    if rules >= LARGE_RULES:
+        release_now()
+
+
+def release_now() -> None:
+    """``release_memory``'s work, whatever the size: collect the youngest generation (what was
+    made since the collector was paused) and give the C heap's free pages back. A saturation
+    frees hundreds of MB of e-graph that the engines, compiling in threads of their own, do
+    not reuse (``passes``: after the passes of a grammar the check does not run ahead)."""
     gc.collect(0)
     try:
         import ctypes

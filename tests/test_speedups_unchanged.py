@@ -272,6 +272,26 @@ def test_release_memory_collects_a_large_grammars_cycles_while_paused():
         assert not gc.isenabled()
 
 
+def test_the_passes_garbage_is_released_before_the_engines_only_for_a_large_grammar(monkeypatch):
+    """Above ``AHEAD_MAX_SIZE`` expanded symbols the saturation's garbage and free pages are
+    given back before the judge (``collector.release_now``); a small grammar does not pay
+    for a collection. Outputs are the same either way."""
+    import gramopt.passes as P
+    from gramopt.passes import optimize
+    calls = []
+    monkeypatch.setattr(P, "release_now", lambda: calls.append(1))
+    small = parse('root ::= "a" x | "a" y\nx ::= "b"\ny ::= "c"\n', "gbnf")
+    out_small = optimize(small, target="generic").grammar
+    assert calls == []
+    words = " | ".join(f'"w{i:04d}x"' for i in range(P.AHEAD_MAX_SIZE // 5))
+    large = parse(f"root ::= item (\",\" item)*\nitem ::= {words}\n", "gbnf")
+    assert P.grammar_size(large) > P.AHEAD_MAX_SIZE
+    optimize(large, target="generic", verify=False)
+    assert calls == [1]
+    monkeypatch.undo()
+    assert optimize(small, target="generic").grammar == out_small
+
+
 class _SliceSuffixes:
     """The suffix numbering as first written (every suffix a tuple key): the reference."""
 
@@ -391,3 +411,17 @@ def test_side_by_side_threads_only_with_a_spare_core(monkeypatch):
     monkeypatch.setattr(cores, "cores", lambda: 1)
     cores.share(1)
     assert not cores.spare()
+
+
+def test_forget_all_empties_every_identity_memo_and_answers_stay_the_same():
+    """``grammar.memo.forget_all`` (between batch items) empties every ``IdentityMemo``; a
+    memo asked again computes the same value."""
+    from gramopt.grammar.analysis import nullable_rules
+    from gramopt.grammar.memo import IdentityMemo, forget_all
+    g = parse('root ::= a "x"\na ::= "" | "y"\n', "gbnf")
+    before = nullable_rules(g)
+    mine = IdentityMemo(2)
+    assert mine.get(g, lambda h: len(h.rules)) == 2
+    forget_all()
+    assert not mine.entries
+    assert nullable_rules(g) == before

@@ -40,6 +40,7 @@ from typing import Iterator, Mapping
 from .. import targets
 from ..formats import EXTENSIONS, SCHEMA, write_file
 from ..grammar import GrammarError
+from ..grammar.memo import forget_all
 from ..optimizer import Job, Options, run_job
 from ..optimizer.cache import cache_get, cache_key, cache_put
 from .exits import EXIT_INTERNAL, EXIT_OK, EXIT_UNSOUND, EXIT_USAGE
@@ -158,6 +159,7 @@ def optimize_item(item: dict, options: "Options | Mapping", cache_dir: str | Non
             try:
                 text, result = _optimize(it, options)
             finally:
+                forget_all()  # (keyed by this item's objects: never hit again)
                 return_freed_memory()
     except LimitReached as e:
         return {"name": it.name, "code": EXIT_USAGE, "message": f"{it.name}: error: {e}",
