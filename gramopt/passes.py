@@ -278,7 +278,7 @@ def _optimize(grammar: Grammar, target: "str | Target", passes, limits: Limits |
     ahead = _VerifyAhead(grammar, bounds, side_by_side=verify and not fast and spare())
     if out != grammar and (pm.ctx.target.checked_in or pm.ctx.target.guard is not None):
         with stage("engine check"):
-            out = _judged(grammar, out, pm, reports, fast, bounds, samples, ahead)
+            out = _judged(grammar, out, pm, reports, ahead, fast, bounds, samples)
     if out == grammar:
         out = grammar  # keep comments and positions when nothing changed
     report = Report(pm.ctx.target.name, reports, kappa(grammar), kappa(out), sac_proxy(grammar), sac_proxy(out),
@@ -479,16 +479,16 @@ class _VerifyAhead:
         return value
 
 
-def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, fast: bool = False,
-            bounds: "Bounds | None" = None, samples: tuple = (), ahead: _VerifyAhead | None = None) -> Grammar:
+def _judged(grammar: Grammar, out: Grammar, pm: PassManager, reports: list, ahead: _VerifyAhead,
+            fast: bool = False, bounds: "Bounds | None" = None, samples: tuple = ()) -> Grammar:
     """The passes' output as the judge (``gramopt.judge``) decides: the target's ``guard``
     (no engine's cost may grow) and its masks in every engine of ``checked_in``; a rejected
     output gives way to a repair (the culprit pass's rules restored, or the pipeline without
     that pass), then to ``_fallbacks``. Each judge's notes are its pass report's ("guard",
-    "engine-check"); the judge is lent what it needs of the pass manager, nothing else."""
+    "engine-check"); the judge is lent what it needs of the pass manager, nothing else.
+    ``ahead``: the final language check (its checks of the input are the judge's too)."""
     from .judge import Optimizer, judge
     from .verify import check_equivalence
-    ahead = ahead or _VerifyAhead(grammar, bounds, side_by_side=False)
     t = pm.ctx.target
     # a model the user named prices the target's engine in the guard as in the extractor
     models = {t.calibrated_engine: pm.ctx.cost_model} if t.calibrated_engine and pm.ctx.cost_model else None
