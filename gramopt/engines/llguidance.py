@@ -286,6 +286,14 @@ class LlguidanceMatcher(EngineMatcher):
         self.accept_s.append(time.perf_counter() - t)
         return ok
 
+    def try_accept(self, token: int) -> bool:
+        """``accept`` that leaves a refused token undone: ``consume_token`` puts the matcher
+        in an error state that ``reset`` does not leave; ``try_consume_tokens`` checks first."""
+        t = time.perf_counter()
+        ok = self.matcher.try_consume_tokens([int(token)]) == 1
+        self.accept_s.append(time.perf_counter() - t)
+        return ok
+
     def reset(self) -> None:
         self.matcher.reset()
 

@@ -32,6 +32,14 @@ directly self-recursive root, fixed by a fix-up), the step is the *input's* erro
 goes on; otherwise it is a
 ``MaskDifference``. A candidate the engine refuses while the input loads is one too.
 
+Masks asked once (llguidance: ``ASKED_ONCE``, ``_StepKeys``). Over Qwen's whole vocabulary a
+llguidance mask inside a string costs 6-11 ms, and most such masks repeat one met in the last
+string (at the median schema ~90% of its mask time is masks whose content it had met). Its
+trace asks a step's mask only where the step's key (the reference recognizer's state, the
+last token's length) is new or the step is deeper in its state than any asked; elsewhere the
+token is still taken, by both grammars' matchers, so the trajectories are unchanged and a
+candidate that refuses the token there differs.
+
 llama.cpp over bytes. llama.cpp has no lexer: a token's bit is the conjunction of its bytes'
 bits over a 257-token byte vocabulary, except on grammars with a negated class excluding a
 non-ASCII code point and on tokens it decodes differently as a whole (the argument and its
@@ -84,6 +92,7 @@ LLAMA_BYTE_SHARE = 4          # llama.cpp's byte-vocabulary steps per step of th
 SHOWN = 6         # tokens a description names per side
 JUDGED = 24       # tokens per side judged against the language at a differing step
 MAX_WALKS = 64    # walks per trace, whatever the budget left
+ASKED_ONCE = ("llguidance",)  # engines whose mask is asked once per ``_StepKeys`` key (not a Lark grammar's)
 
 
 class NotChecked(Exception):
@@ -295,10 +304,64 @@ class _Masks:
         return d
 
 
+class _StepKeys:
+    """Where the input's mask need not be asked of the engine again. A step's key is the
+    reference recognizer's state after the prefix (``verify.reference``: hash-consed, one
+    object per future of the input's language) and the length of the token just taken; its
+    depth, the bytes read since that state was entered. A step is asked when its key is new or
+    its depth is the deepest yet met in its state; the first mask asked under each key is kept
+    (``digest``: a walk not asked goes on through it).
+
+    Why. A step met again under one key is, for the language, the step met before: the same
+    future, so the same mask from an exact engine. Engines keep more than the language's state
+    (the module docstring): llguidance lexes bytes greedily, so where the last lexeme began
+    matters, for which the last token's length stands in (on 30 JSONSchemaBench schemas, 15,822
+    masks, none under a key met before differed from the first; under the state alone, 3 did,
+    each after a token of another length); and its Earley items grow with a right recursion's
+    depth, so a repetition the candidate spells right-recursively fails past some depth
+    (llguidance's 50,000-item limit: its error mask allows the end token alone), which only a
+    step deeper than any asked before can show. The steps not asked are still taken: the
+    trajectories are the ones of asking every mask, and a candidate's matcher must accept each
+    of their tokens (a refusal is a difference). The check asks fewer masks (the dear ones: a
+    string's interior, met in every string) and can miss more, never invent one."""
+
+    def __init__(self, rec, token_bytes, end: frozenset[int]):
+        self.rec, self.token_bytes, self.end = rec, token_bytes, end
+        self.digest: dict[tuple, int] = {}  # key -> the digest of the mask first asked there
+        self.deepest: dict = {}             # state -> the greatest depth asked in it
+        self.state = None
+        self.last = 0   # the length of the token just taken
+        self.depth = 0  # bytes read since the state was entered
+
+    def reset(self) -> None:
+        self.state, self.last, self.depth = self.rec.initial(), 0, 0
+
+    def advance(self, t: int) -> None:
+        b = self.token_bytes[t]
+        if self.state is not None:
+            before = self.state
+            self.state = None if t in self.end else self.rec.run(b, start=before)
+            self.depth = self.depth + len(b) if self.state is before else 0
+        self.last = len(b)
+
+    def known(self) -> int | None:
+        """The digest of this step's mask when it need not be asked, else None."""
+        if self.state is None or self.depth > self.deepest.get(self.state, -1):
+            return None
+        return self.digest.get((self.state, self.last))
+
+    def asked(self, digest: int) -> None:
+        """Note the mask asked at this step."""
+        if self.state is not None:
+            self.digest.setdefault((self.state, self.last), digest)
+            self.deepest[self.state] = max(self.depth, self.deepest.get(self.state, -1))
+
+
 @dataclass
 class _Path:
-    """One trajectory of the input's trace: ``digests[j]`` the input's mask before step j,
-    ``tokens[j]`` the token taken after it (``len(tokens) <= len(digests)``)."""
+    """One trajectory of the input's trace: ``digests[j]`` the input's mask before step j
+    (None: not asked, ``_StepKeys``), ``tokens[j]`` the token taken after it
+    (``len(tokens) <= len(digests)``)."""
 
     kind: str
     tokens: list[int] = field(default_factory=list)
@@ -343,6 +406,7 @@ class EngineCheck:
         self._recognizer = None
         self._verdicts: dict[tuple, MaskDifference | None] = {}
         self._masks = _Masks(len(self.vocab))  # the input's masks along the trace
+        self._keys = None  # the steps' keys (``_StepKeys``) for an engine in ``ASKED_ONCE``, made with the trace
 
     # ------------------------------------------------------------ bookkeeping
     def mark(self) -> tuple:
@@ -434,6 +498,37 @@ class EngineCheck:
         if failed:  # the engine's error while tracing the input, as the sequential trace raised it
             raise failed[0]
 
+    def _step_keys(self) -> _StepKeys | None:
+        """The trace's ``_StepKeys`` (with a recognizer of its own: the trace may be made in a
+        thread while a candidate's step is judged with ``_reference``), or None where every
+        mask is asked (an engine not in ``ASKED_ONCE``, a Lark grammar)."""
+        if self._keys is None and self.engine in ASKED_ONCE and not token_atoms(self.original.dialect):
+            from ..verify.reference import Recognizer
+            self._keys = _StepKeys(Recognizer(self.original), self.vocab.token_bytes, self.end)
+        return self._keys
+
+    def _input_mask(self, node: dict, m, keys: _StepKeys | None) -> tuple[int | None, int]:
+        """The input's mask at ``node`` (``m``'s state) in ``self.row``: (its digest when asked
+        of the engine or known at that prefix, else None; the digest of the mask written, the
+        one first asked under the step's key when not asked)."""
+        if node.get(_DIGEST) is None and keys is not None:
+            known = keys.known()
+            if known is not None:
+                self.row[:] = self._masks.rows[known]
+                return None, known
+        d = self._masks.mask(node, m, self.row)
+        if keys is not None:
+            keys.asked(d)
+        return d, d
+
+    def _take(self, m, t: int, asked: int | None) -> bool:
+        """Whether the input's matcher ``m`` took token ``t``: where the mask was asked
+        (``asked``, in ``self.row``), a token it allows; where not, one the engine accepts
+        (``try_accept``: a refusal leaves the matcher usable)."""
+        if asked is None:
+            return m.try_accept(t)
+        return _allows(self.row, t) and m.accept_allowed(t)
+
     def _follow(self, m, kind: str, tokens, budget: int) -> tuple[_Path, int]:
         """The input's masks along ``tokens``, until the budget, the end token, or a token the
         input's engine rejects (its lexer disagreeing with the language: not asked of the
@@ -441,29 +536,42 @@ class EngineCheck:
         path = _Path(kind)
         m.reset()
         node = self._masks.root
+        keys = self._step_keys()
+        if keys is not None:
+            keys.reset()
         for t in tokens:
             if len(path.digests) >= budget:
                 break
-            path.digests.append(self._masks.mask(node, m, self.row))
-            if t in self.end or not _allows(self.row, t) or not m.accept_allowed(t):
+            d, _ = self._input_mask(node, m, keys)
+            path.digests.append(d)
+            if t in self.end or not self._take(m, t, d):
                 break
             path.tokens.append(t)
             node = node.setdefault(t, {})
+            if keys is not None:
+                keys.advance(t)
         return path, len(path.digests)
 
     def _walk(self, m, walker: Walker, budget: int) -> tuple[_Path, int]:
         path = _Path("random walk")
         m.reset()
         node = self._masks.root
+        keys = self._step_keys()
+        if keys is not None:
+            keys.reset()
+        last = None
         for _ in range(min(budget, WALK_TOKENS)):
-            d = self._masks.mask(node, m, self.row)
-            repeated = bool(path.digests) and d == path.digests[-1]
+            d, written = self._input_mask(node, m, keys)
+            repeated = written == last
+            last = written
             path.digests.append(d)
             t = walker.choose(self.row, repeated)  # a token the mask allows (a way out of a repeated one)
-            if t is None or t in self.end or not m.accept_allowed(t):
+            if t is None or t in self.end or not self._take(m, t, d):
                 break
             path.tokens.append(t)
             node = node.setdefault(t, {})
+            if keys is not None:
+                keys.advance(t)
         return path, len(path.digests)
 
     # ------------------------------------------------------------ a candidate
@@ -525,9 +633,19 @@ class EngineCheck:
             m.reset()
             node = masks.root
             for j, d in enumerate(path.digests):
+                t = path.tokens[j] if j < len(path.tokens) else None
+                if d is None:  # not asked of the input (``_StepKeys``): the token alone, accepted
+                    if t is None:
+                        break
+                    if not m.try_accept(t):
+                        diff = self._refused_step(path, j)
+                        if diff is not None:
+                            return diff
+                        break  # the input's own error took it off the candidate's language
+                    node = node.setdefault(t, {})
+                    continue
                 cand = masks.mask(node, m, row)
                 self.spent += 1
-                t = path.tokens[j] if j < len(path.tokens) else None
                 if cand != d:
                     diff = self._judge_step(path, j, row)
                     if diff is not None:
@@ -570,6 +688,22 @@ class EngineCheck:
 
     def _prefix(self, tokens) -> bytes:
         return b"".join(self.vocab.token_bytes[t] for t in tokens)
+
+    def _refused_step(self, path: _Path, j: int) -> MaskDifference | None:
+        """The difference where the candidate refuses the token the input took at step ``j``,
+        a step whose masks were not asked; None when the token is not the language's there
+        (the input's error, as ``_judge_step`` judges an asked step's; the candidate is right)."""
+        t = path.tokens[j]
+        tb = self.vocab.token_bytes
+        prefix = self._prefix(path.tokens[:j])
+        rec = self._reference()
+        if rec is not None:
+            state = rec.run(prefix)
+            if state is not None and rec.run(tb[t], start=state) is None:  # (a path's tokens are no end token)
+                self.input_errors.append(f"{self.engine} takes {tb[t]!r} after {prefix[-40:]!r} with the input "
+                                         f"only, outside the language")
+                return None
+        return MaskDifference(self.engine, prefix, only_input=(tb[t],), n_only_input=1, kind=path.kind)
 
     def _judge_step(self, path: _Path, j: int, cand_row: np.ndarray) -> MaskDifference | None:
         """The difference at step ``j`` of ``path`` (the input's mask there is the one its trace
