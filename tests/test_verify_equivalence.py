@@ -113,7 +113,20 @@ def test_empty_language_against_nonempty():
     empty = g(("S", seq(L("a"), R("S"))))
     cex = check_equivalence(empty, g(("S", L("a")))).counterexample
     assert cex.kind == "prefix" and cex.data == b"" and not cex.in_original
-    assert check_equivalence(empty, g(("S", seq(L("b"), R("S"))))).stats["enumeration"]["exact"]
+    other_empty = g(("S", seq(L("b"), R("S"))))
+    assert check_equivalence(empty, other_empty, methods=("enumeration",)).stats["enumeration"]["exact"]
+    assert str(check_equivalence(empty, other_empty)) == "equivalent (proved exactly)"
+
+
+def test_a_proof_first_leaves_the_bounded_methods_out():
+    """Two strongly regular grammars proved equal by their automata (``check.PROOF``): no other
+    method runs; where the proof does not hold (JSON is self-embedding) every method runs."""
+    a = g(("S", seq(Repeat(L("a"), 0, None), L("b"))))
+    b = g(("S", alt(L("b"), seq(L("a"), R("S")))))
+    r = check_equivalence(a, b)
+    assert r.ok and r.stats["exact"]["exact"] and not {"enumeration", "coverage", "derivations"} & set(r.stats)
+    j = check_equivalence(json_grammar(), json_grammar())
+    assert {"enumeration", "coverage", "derivations", "exact"} <= set(j.stats)
 
 
 # ---------------------------------------------------------------- sound rewrites pass
