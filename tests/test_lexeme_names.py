@@ -100,3 +100,55 @@ def test_the_default_targets_output_steps_like_its_input_in_llguidance():
     assert engine_difference(g, out, texts=texts) is None
     named = optimize(g, target=_portable(names_lexemes=True), verify=False).grammar
     assert engine_difference(g, named, texts=texts) is not None
+
+
+# an object's empty alternative written inline, and a rule of the same body (a leaf: one
+# llguidance lexeme) referenced as a value elsewhere: the e-graph merges the two
+OBJECTS = r'''root ::= "{" [ ]* "\"a\"" [ ]* ":" [ ]* obj [ ]* "," [ ]* "\"f\"" [ ]* ":" [ ]* fields [ ]* "}"
+obj ::= "{" [ ]* "\"b\"" [ ]* ":" [ ]* item [ ]* "}" | "{" [ ]* "}"
+fields ::= "{" [ ]* "}"
+item ::= "<" item ">" | "0"
+'''
+
+
+def test_an_input_lexeme_is_referenced_only_where_the_input_referenced_it():
+    """start ⇒ goal (``Extractor._copied_lexemes``): saturate merges obj's `"{" [ ]* "}"` into
+    fields' class; obj keeps it inline (a reference there is one greedy lexeme in llguidance,
+    which after `{ ` refuses the `"` of a member: seven Kubernetes schemas), root keeps its
+    reference. Without llguidance (names_lexemes) obj names the merged class (a leaf rule), as
+    the default target did before."""
+    g = parse(OBJECTS, "gbnf")
+    out = optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar
+    assert "fields" not in [n for e in walk(out.rule_map["obj"].body) if isinstance(e, Ref) for n in [e.name]]
+    assert '"{" [ ]* "}"' in write(out, "gbnf").split("obj ::=")[1].splitlines()[0]
+    assert any(isinstance(e, Ref) and e.name == "fields" for e in walk(out.rule_map["root"].body))
+    merged = optimize(g, target=_portable(names_lexemes=True), passes=["saturate"], verify=False).grammar
+    leaf = [e.name for e in walk(merged.rule_map["obj"].body) if isinstance(e, Ref) and e.name != "item"]
+    assert leaf and _leaf(merged, leaf[0])
+
+
+def test_the_merged_lexeme_keeps_llguidance_masks():
+    """The difference the rule above prevents, in llguidance itself (byte vocabulary): the
+    merged form refuses `"` after `{ ` inside obj, the written one does not."""
+    pytest.importorskip("llguidance")
+    from gramopt.engines.llguidance import engine_difference
+    g = parse(OBJECTS, "gbnf")
+    out = optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar
+    merged = optimize(g, target=_portable(names_lexemes=True), passes=["saturate"], verify=False).grammar
+    texts = [b'{"a":{ "b":0},"f":{}}', b'{"a":{},"f":{ }}']
+    assert engine_difference(g, out, texts=texts) is None
+    d = engine_difference(g, merged, texts=texts)
+    assert d is not None and d.prefix.endswith(b"{ ")
+
+
+def test_a_rule_merged_with_an_equal_input_rule_keeps_its_references():
+    """Two input rules of one body (fields, meta) are one class, written under one name; wrap,
+    which referenced meta, keeps a reference to a leaf rule (a lexeme where the input had one),
+    and obj's inline copy stays inline."""
+    src = OBJECTS.replace('"\\"f\\"" [ ]* ":" [ ]* fields', '"\\"f\\"" [ ]* ":" [ ]* fields [ ]* "," [ ]* wrap')
+    src += 'wrap ::= "(" [ ]* meta [ ]* ")" | "<" item ">"\nmeta ::= "{" [ ]* "}"\n'
+    g = parse(src, "gbnf")
+    assert "wrap" in g.rule_map and "wrap" in [e.name for e in walk(g.rule_map["root"].body) if isinstance(e, Ref)]
+    out = optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar
+    leaves = lambda name: [e.name for e in walk(out.rule_map[name].body) if isinstance(e, Ref) and _leaf(out, e.name)]  # noqa: E731
+    assert len(leaves("wrap")) == 1 and leaves("obj") == []

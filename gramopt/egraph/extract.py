@@ -69,7 +69,7 @@ from dataclasses import dataclass, field, replace
 
 from ..costmodels.kappa import alt_kappa, literal_kappa, repeat_kappa
 from ..costmodels.sac_proxy import W_CONCAT, W_INFIX, W_NULLALT, W_NULLREP
-from ..grammar import Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, refs, rename_refs, seq
+from ..grammar import Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, refs, rename_refs, seq, walk
 from ..grammar.dialects import dialect_record, token_atoms
 from .lower import ENode, GrammarEGraph, Opaque, Snapshot
 from .rewrite import nullable_classes
@@ -150,7 +150,8 @@ class Extractor:
     whose language holds ε is never given a rule of its own for being used in several places
     (``_name_shared``); it stays inline at each use, as the input wrote it.
     ``name_lexemes=False``: nor is an anonymous class whose written form would make that rule
-    one llguidance lexeme (``_lexeme_classes``)."""
+    one llguidance lexeme (``_lexeme_classes``); and a rule of the input that is such a lexeme
+    is not referenced from a rule that held a copy of its body (``_copied_lexemes``)."""
 
     def __init__(self, eg: GrammarEGraph, *, recursion_penalty: float = 0.0, left_recursion: bool = True,
                  lam: float = 1.0, weights: dict | None = None, name_nullable: bool = True,
@@ -360,6 +361,39 @@ class Extractor:
                     ready.append(p)
         return out
 
+    def _copied_lexemes(self, choice, name_of, kept) -> dict[int, set[str]]:
+        """The classes named by an input rule that llguidance reads as one lexeme
+        (``_lexeme_classes``; not the start, a pinned or a kept rule), each with the input's
+        other rules that hold a copy of that rule's body written inline: in those rules the
+        class is written inline, everywhere else as before. Why: the e-graph merges the copy
+        (an object's ``"{" ws "}"``) into the rule's class, and a reference written in its place
+        makes one greedy lexeme of what the input lexed as several: after ``{`` and white space
+        it holds the longer match and refuses the ``"`` of a member (seven Kubernetes schemas,
+        repaired by the judge at a cost of seconds). A rule holding both a copy and a reference
+        has both written inline (which of its sites was which is not kept; where the reference
+        stood alone, a value, the lexemes agree). A reference and the inline copy are one class:
+        the language is the same. Empty where ``name_lexemes`` (no llguidance, a Lark grammar)."""
+        if self.name_lexemes:
+            return {}
+        g = self.eg.grammar
+        lexemes = self._lexeme_classes(choice, self._needed(choice))
+        skip = {g.start, *self.eg.pinned, *kept}
+        # every input rule merged into such a class (the class writes one name for them all)
+        named = {nm: c for c in lexemes if c in name_of and name_of[c] in g.rule_map and name_of[c] not in skip
+                 for nm in self.snap.names.get(c, ()) if nm in g.rule_map}
+        if not named:
+            return {}
+        by_body: dict[Expr, list[str]] = {}
+        for nm in named:
+            by_body.setdefault(g.rule_map[nm].body, []).append(nm)
+        out: dict[int, set[str]] = {}
+        for r in g.rules:
+            for e in walk(r.body):
+                for nm in by_body.get(e, ()):
+                    if nm != r.name and e is not r.body:  # (a rule equal to another is merged, not copied)
+                        out.setdefault(named[nm], set()).add(r.name)
+        return out
+
     def _name_shared(self, choice, cost, name_of) -> None:
         """Give a rule name to an anonymous class used in several places when κ says a
         rule is cheaper than the copies (u uses: u·c inline against the definition + 2
@@ -415,13 +449,19 @@ class Extractor:
                           or next((n for n in names if n in named_by_pinned), names[0]))
         self._name_shared(choice, cost, name_of)
         self._name_cycles(choice, name_of)
-        memo: dict[int, Expr] = {}
+        copied = self._copied_lexemes(choice, name_of, kept)
+        memo: dict[tuple[int, str], Expr] = {}
+        site = [g.start]  # the rule being written
+
+        def inline_here(c: int) -> bool:
+            """An input lexeme's class in an input rule that held a copy of it (``copied``)."""
+            return c in copied and site[0] in copied[c]
 
         def expr(c: int, top: bool = False) -> Expr:
-            if not top and c in name_of:
+            if not top and c in name_of and not inline_here(c):
                 return Ref(name_of[c])
-            if not top and c in memo:
-                return memo[c]
+            if not top and (c, site[0]) in memo:
+                return memo[(c, site[0])]
             n = choice[c]
             if n.kind == "Tok":
                 e = self.eg.atoms[n.data]
@@ -438,7 +478,7 @@ class Extractor:
                 lo, hi = n.data
                 e = Repeat(expr(n.children[0]), lo, None if hi == -1 else hi)
             if not top:
-                memo[c] = e
+                memo[(c, site[0])] = e
             return e
 
         old = g.rule_map
@@ -461,6 +501,7 @@ class Extractor:
                     if nm in snap.of_name and snap.of_name[nm] not in done:
                         queue.append(snap.of_name[nm])
                 continue
+            site[0] = name
             body = expr(c, top=True)
             if name in old:
                 r = old[name]
