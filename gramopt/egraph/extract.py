@@ -450,8 +450,9 @@ class Extractor:
         self._name_shared(choice, cost, name_of)
         self._name_cycles(choice, name_of)
         copied = self._copied_lexemes(choice, name_of, kept)
-        memo: dict[tuple[int, str], Expr] = {}
-        site = [g.start]  # the rule being written
+        copying = set().union(*copied.values())  # the rules where a class may be written inline
+        memo: dict[tuple[int, str | None], Expr] = {}  # by class, and by rule where the rule is copying
+        site = [g.start, None]  # the rule being written; its memo key (None: shared by the others)
 
         def inline_here(c: int) -> bool:
             """An input lexeme's class in an input rule that held a copy of it (``copied``)."""
@@ -460,8 +461,8 @@ class Extractor:
         def expr(c: int, top: bool = False) -> Expr:
             if not top and c in name_of and not inline_here(c):
                 return Ref(name_of[c])
-            if not top and (c, site[0]) in memo:
-                return memo[(c, site[0])]
+            if not top and (c, site[1]) in memo:
+                return memo[(c, site[1])]
             n = choice[c]
             if n.kind == "Tok":
                 e = self.eg.atoms[n.data]
@@ -478,7 +479,7 @@ class Extractor:
                 lo, hi = n.data
                 e = Repeat(expr(n.children[0]), lo, None if hi == -1 else hi)
             if not top:
-                memo[(c, site[0])] = e
+                memo[(c, site[1])] = e
             return e
 
         old = g.rule_map
@@ -501,7 +502,7 @@ class Extractor:
                     if nm in snap.of_name and snap.of_name[nm] not in done:
                         queue.append(snap.of_name[nm])
                 continue
-            site[0] = name
+            site[:] = [name, name if name in copying else None]
             body = expr(c, top=True)
             if name in old:
                 r = old[name]

@@ -697,12 +697,11 @@ class EngineCheck:
         tb = self.vocab.token_bytes
         prefix = self._prefix(path.tokens[:j])
         rec = self._reference()
-        if rec is not None:
-            state = rec.run(prefix)
-            if state is not None and rec.run(tb[t], start=state) is None:  # (a path's tokens are no end token)
-                self.input_errors.append(f"{self.engine} takes {tb[t]!r} after {prefix[-40:]!r} with the input "
-                                         f"only, outside the language")
-                return None
+        state = rec.run(prefix) if rec is not None else None
+        if state is not None and input_mask_wrong(rec, state, tb, self.end, np.array([t]), np.array([], int)):
+            self.input_errors.append(f"{self.engine} takes {tb[t]!r} after {prefix[-40:]!r} with the input "
+                                     f"only, outside the language")
+            return None
         return MaskDifference(self.engine, prefix, only_input=(tb[t],), n_only_input=1, kind=path.kind)
 
     def _judge_step(self, path: _Path, j: int, cand_row: np.ndarray) -> MaskDifference | None:
