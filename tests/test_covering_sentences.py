@@ -120,3 +120,48 @@ def test_the_byte_check_does_not_hold_the_inputs_own_error_against_the_candidate
     assert _byte_vocabulary_difference(wrong, right, texts) is not None
     assert _byte_vocabulary_difference(wrong, right, texts, Recognizer(wrong)) is None
     assert _byte_vocabulary_difference(right, wrong, texts, Recognizer(right)) is not None
+
+
+def _distances_by_queue(cg, left):
+    """The steering distances by a plain first-in first-out search (the definition
+    ``derivations._distances`` computes level by level over flat arrays)."""
+    far = 1 << 30
+    users = [[] for _ in cg.names]
+    for p, r in enumerate(cg.rhs):
+        for x in sorted(set(r)):
+            if x >= 0:
+                users[x].append(p)
+    towards = [0 if n > 0 else far for n in left]
+    dist, queue = [far] * len(cg.names), []
+    for p, n in enumerate(left):
+        if n > 0 and dist[cg.lhs[p]] == far:
+            dist[cg.lhs[p]] = 0
+            queue.append(cg.lhs[p])
+    for b in queue:
+        for p in users[b]:
+            towards[p] = min(towards[p], dist[b] + 1)
+            if dist[cg.lhs[p]] == far:
+                dist[cg.lhs[p]] = dist[b] + 1
+                queue.append(cg.lhs[p])
+    return dist, towards
+
+
+def _random_grammar(rng: random.Random, rules: int) -> str:
+    def alt():
+        return " ".join(rng.choice([f"r{rng.randrange(rules)}", '"a"', "[b-c]"]) for _ in range(rng.randint(0, 3)))
+    return "root ::= r0\n" + "".join(
+        f"r{k} ::= " + " | ".join(alt() or '""' for _ in range(rng.randint(1, 3))) + ' | "z"\n' for k in range(rules))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_distances_are_the_first_in_first_out_search(seed):
+    """``_distances`` (level by level over flat arrays) gives exactly what the plain search
+    gives, on random grammars and random sets of productions with targets left."""
+    from gramopt.verify.derivations import _distances, _Users
+    rng = random.Random(seed)
+    cg = compile_grammar(parse(_random_grammar(rng, rng.randint(1, 30)), "gbnf"))
+    users = _Users(cg)
+    for _ in range(5):
+        left = [rng.choice([0, 0, 1, 2]) for _ in cg.rhs]
+        assert _distances(cg, left, users) == _distances_by_queue(cg, left)
+    assert _distances(cg, [0] * len(cg.rhs), users) == _distances_by_queue(cg, [0] * len(cg.rhs))

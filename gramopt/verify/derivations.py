@@ -138,7 +138,7 @@ def covering_sentences(g: Compiled, rng: random.Random, hts, max_symbols: int,
     left = [sum(len(g.by_lhs[s]) for s in r if s >= 0) for r in g.rhs]  # per production, targets not taken
     out_all: list[tuple[int, ...]] = []
     spent = 0
-    users = _users(g)
+    users = _Users(g)
     for target in targets:
         if spent >= max_symbols or len(out_all) >= max_sentences:
             break
@@ -192,38 +192,50 @@ def covering_sentences(g: Compiled, rng: random.Random, hts, max_symbols: int,
 _FAR = 1 << 30
 
 
-def _users(g: Compiled) -> list[list[int]]:
-    """Per nonterminal, the productions it appears on (each once, in production order)."""
-    users: list[list[int]] = [[] for _ in g.names]
-    for p, r in enumerate(g.rhs):
-        for x in set(r):
-            if x >= 0:
-                users[x].append(p)
-    return users
+class _Users:
+    """Per nonterminal, the productions it appears on (each once, in production order), as
+    flat arrays for ``_distances``' level-by-level search: the productions of nonterminal b
+    are ``prod[start[b]:start[b + 1]]``; ``lhs[p]`` is production p's left-hand side."""
+
+    def __init__(self, g: Compiled):
+        import numpy as np
+        pairs = sorted({(x, p) for p, r in enumerate(g.rhs) for x in r if x >= 0})
+        owner = np.fromiter((x for x, _ in pairs), np.int64, len(pairs))
+        self.prod = np.fromiter((p for _, p in pairs), np.int64, len(pairs))
+        self.start = np.searchsorted(owner, np.arange(len(g.names) + 1))
+        self.lhs = np.asarray(g.lhs, np.int64)
+        self.nonterminals = len(g.names)
 
 
-def _distances(g: Compiled, left: list[int], users: list[list[int]]) -> tuple[list[int], list[int]]:
+def _distances(g: Compiled, left: list[int], users: _Users) -> tuple[list[int], list[int]]:
     """(per nonterminal, per production) the fewest expansions to a production with a target
     not yet taken (``left[p] > 0``): 0 for such a production, else 1 + the least distance of
     the nonterminals on it (``_FAR``: none reachable). A breadth-first search backwards from
-    those productions (``users``: ``_users(g)``, made once per covering run), linear in the
-    grammar."""
-    open_ = [p for p, n in enumerate(left) if n > 0]
-    towards = [0 if n > 0 else _FAR for n in left]
-    dist = [_FAR] * len(g.names)
-    queue = []
-    for p in open_:
-        if dist[g.lhs[p]] == _FAR:
-            dist[g.lhs[p]] = 0
-            queue.append(g.lhs[p])
-    for b in queue:
-        for p in users[b]:
-            towards[p] = min(towards[p], dist[b] + 1)
-            a = g.lhs[p]
-            if dist[a] == _FAR:
-                dist[a] = dist[b] + 1
-                queue.append(a)
-    return dist, towards
+    those productions, one level at a time over flat arrays (``users``: ``_Users(g)``, made
+    once per covering run): level d's nonterminals give every production they appear on the
+    distance d + 1 at most, and those productions' unreached left-hand sides make level d + 1,
+    which is what a first-in first-out search finds (every nonterminal is reached at its least
+    level, and each reached one lowers every production it is on), in one pass over the
+    grammar done by numpy (seconds of pure Python on a 70,000-symbol grammar, 32 times)."""
+    import numpy as np
+    open_ = np.asarray(left, np.int64) > 0
+    towards = np.where(open_, 0, _FAR)
+    dist = np.full(users.nonterminals, _FAR, np.int64)
+    level = np.unique(users.lhs[open_])
+    dist[level] = 0
+    d = 0
+    while level.size:
+        lo, hi = users.start[level], users.start[level + 1]
+        counts = hi - lo
+        # the productions of every nonterminal of the level, one flat gather
+        at = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        prods = users.prod[at]
+        np.minimum.at(towards, prods, d + 1)
+        heads = users.lhs[prods]
+        level = np.unique(heads[dist[heads] == _FAR])
+        dist[level] = d + 1
+        d += 1
+    return dist.tolist(), towards.tolist()
 
 
 def derived_texts(grammar, n: int, seed: int = 0, max_depth: int = 24) -> list[str]:
