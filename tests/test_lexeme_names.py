@@ -152,3 +152,41 @@ def test_a_rule_merged_with_an_equal_input_rule_keeps_its_references():
     out = optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar
     leaves = lambda name: [e.name for e in walk(out.rule_map[name].body) if isinstance(e, Ref) and _leaf(out, e.name)]  # noqa: E731
     assert len(leaves("wrap")) == 1 and leaves("obj") == []
+
+
+# a parser rule of the input (left-recursive: no lexeme in llguidance) that saturation writes as
+# a star, ``ws ::= [ ]*``, which llguidance reads as one greedy lexeme; s (pinned by its
+# assertion, written back as it is) keeps the star inline, a parser loop over ``/[ ]/``
+HELPER = r'''root ::= "x" [ ]* s "!" ws "?"
+s ::= "\"" [ ]* "}" | "\"" ws "," | "a" s (= "!")
+ws ::= ws [ ] | ""
+'''
+
+
+def test_a_parser_rule_written_as_a_star_is_written_at_its_uses():
+    """start ⇒ goal (``Extractor._starred_parser_rules``): saturate finds ws = ``[ ]*``; the
+    star is written inline where ws was named (root, and the pinned s, whose other star the
+    input wrote inline), and no rule ws is left. With names_lexemes the extractor writes
+    ``ws ::= [ ]*`` beside s's inline star, as the default target did before."""
+    g = parse(HELPER, "ebnf")
+    out = optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar
+    assert "ws" not in out.rule_map and [r.name for r in out.rules] == ["root", "s"]
+    assert write(out, "ebnf").splitlines()[1] == 's ::= "\\"" [ ]* "}" | "\\"" [ ]* "," | "a" s (= "!")'
+    assert out.rule_map["s"].lookahead == g.rule_map["s"].lookahead
+    named = optimize(g, target=_portable(names_lexemes=True), passes=["saturate"], verify=False).grammar
+    assert "ws" in named.rule_map and _leaf(named, "ws")
+
+
+def test_the_star_written_at_its_uses_keeps_llguidance_masks():
+    """In llguidance (byte vocabulary): with ``ws ::= [ ]*`` named beside s's inline star the
+    lexer follows the longer lexeme after ``x a"  `` and refuses ``}``; written inline, the
+    masks are the input's."""
+    pytest.importorskip("llguidance")
+    from gramopt.engines.llguidance import engine_difference
+    g = parse(HELPER, "ebnf")
+    out = optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar
+    named = optimize(g, target=_portable(names_lexemes=True), passes=["saturate"], verify=False).grammar
+    texts = [b'x a"  }! ?', b'x"  ,!?']
+    assert engine_difference(g, out, texts=texts) is None
+    d = engine_difference(g, named, texts=texts)
+    assert d is not None and d.prefix == b'x a"  ' and d.only_original == [ord("}")]

@@ -69,7 +69,9 @@ from dataclasses import dataclass, field, replace
 
 from ..costmodels.kappa import alt_kappa, literal_kappa, repeat_kappa
 from ..costmodels.sac_proxy import W_CONCAT, W_INFIX, W_NULLALT, W_NULLREP
-from ..grammar import Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, refs, rename_refs, seq, walk
+from ..grammar import (Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, refs, rename_refs, seq, transform,
+                       walk)
+from ..grammar.analysis import lexical_rules
 from ..grammar.dialects import dialect_record, token_atoms
 from .lower import ENode, GrammarEGraph, Opaque, Snapshot
 from .rewrite import nullable_classes
@@ -150,8 +152,10 @@ class Extractor:
     whose language holds ε is never given a rule of its own for being used in several places
     (``_name_shared``); it stays inline at each use, as the input wrote it.
     ``name_lexemes=False``: nor is an anonymous class whose written form would make that rule
-    one llguidance lexeme (``_lexeme_classes``); and a rule of the input that is such a lexeme
-    is not referenced from a rule that held a copy of its body (``_copied_lexemes``)."""
+    one llguidance lexeme (``_lexeme_classes``); a rule of the input that is such a lexeme
+    is not referenced from a rule that held a copy of its body (``_copied_lexemes``); and a
+    rule the input's llguidance read as a parser rule is not written as a star that would make
+    it one lexeme: the star is written at its uses (``_starred_parser_rules``)."""
 
     def __init__(self, eg: GrammarEGraph, *, recursion_penalty: float = 0.0, left_recursion: bool = True,
                  lam: float = 1.0, weights: dict | None = None, name_nullable: bool = True,
@@ -394,6 +398,42 @@ class Extractor:
                         out.setdefault(named[nm], set()).add(r.name)
         return out
 
+    def _starred_parser_rules(self, choice, name_of, kept) -> set[int]:
+        """The classes written as a rule of the input whose every input rule llguidance read
+        as a parser rule (not ``lexical_rules``: ``ws ::= ws [ ] | ""``, a rule that names one)
+        and whose chosen form is a repetition that llguidance would read as one lexeme
+        (``_lexeme_classes``: ``ws ::= [ ]*``). Such a class is written inline at every use
+        (its name dropped), as the input's other rules wrote the same star. Why: llguidance's
+        GBNF reader makes a leaf rule one greedy lexeme ``WS: /[ ]/*`` but reads a star written
+        inside a parser rule as a parser loop over the one-byte lexeme ``/[ ]/``, as it read
+        the input's recursive helper. Where both are allowed at once (the named rule at one
+        use, the inline star in a rule written back as the input had it: a pinned rule),
+        the lexer follows the longer lexeme, ``WS``, and drops the other parse: the obfuscated
+        built-in JSON grammar's candidate refused ``}`` after ``{"k":0, "k":\\n""\\n\\t``
+        (members ``"\\"" [ ]* "}"`` as written beside ``"\\"" ws ","``). Written inline, the
+        star is that parser loop wherever it stands, as the input's helper was. The language
+        is the same: a reference and its class's inline form are one class; the class is a
+        leaf (a lexeme class reaches only atoms), so writing it out terminates. Not the start,
+        a pinned or kept rule, a rule an assertion or an engine construct names (those are
+        written as they are, references renamed only); empty where ``name_lexemes``."""
+        if self.name_lexemes:
+            return set()
+        g = self.eg.grammar
+        lexical = lexical_rules(g)
+        fixed = {g.start, *self.eg.pinned, *kept}
+        for r in self.eg.pinned.values():
+            if r.lookahead is not None:
+                fixed.update(refs(r.lookahead))
+            if r.native is not None:
+                fixed.update(refs(r.body))
+        out: set[int] = set()
+        for c in self._lexeme_classes(choice, self._needed(choice)):
+            names = [n for n in self.snap.names.get(c, ()) if n in g.rule_map]
+            if (c in name_of and choice[c].kind == "Rep" and names and not lexical.intersection(names)
+                    and not fixed.intersection(self.snap.names.get(c, ()))):
+                out.add(c)
+        return out
+
     def _name_shared(self, choice, cost, name_of) -> None:
         """Give a rule name to an anonymous class used in several places when κ says a
         rule is cheaper than the copies (u uses: u·c inline against the definition + 2
@@ -447,6 +487,9 @@ class Extractor:
             name_of[c] = (g.start if g.start in names else mine[0] if mine else
                           next((n for n in names if n in kept), None)
                           or next((n for n in names if n in named_by_pinned), names[0]))
+        starred = self._starred_parser_rules(choice, name_of, kept)
+        for c in starred:
+            del name_of[c]
         self._name_shared(choice, cost, name_of)
         self._name_cycles(choice, name_of)
         copied = self._copied_lexemes(choice, name_of, kept)
@@ -486,6 +529,11 @@ class Extractor:
         emitted: dict[str, Rule] = {}
 
         alias = {n: name_of[snap.of_name[n]] for n in snap.of_name if snap.of_name[n] in name_of}
+        unnamed = {n for n in snap.of_name if snap.of_name[n] in starred}  # written out where named
+
+        def written_out(e: Expr) -> Expr:
+            """A pinned body's reference to a ``starred`` class, written as the class."""
+            return expr(snap.of_name[e.name]) if isinstance(e, Ref) and e.name in unnamed else e
 
         queue = self._needed(choice)
         done: set[int] = set()
@@ -497,8 +545,12 @@ class Extractor:
             name = name_of[c]
             if name in pinned:  # as it was written (its class's language is its own)
                 rule = pinned[name]
-                emitted[name] = replace(rule, body=rename_refs(rule.body, alias))
-                for nm in _pinned_refs([rule]):
+                body = rename_refs(rule.body, alias)
+                if unnamed.intersection(refs(body)):
+                    site[:] = [name, name if name in copying else None]
+                    body = transform(body, written_out)
+                emitted[name] = replace(rule, body=body)
+                for nm in _pinned_refs([emitted[name]]):
                     if nm in snap.of_name and snap.of_name[nm] not in done:
                         queue.append(snap.of_name[nm])
                 continue
