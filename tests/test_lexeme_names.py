@@ -190,3 +190,56 @@ def test_the_star_written_at_its_uses_keeps_llguidance_masks():
     assert engine_difference(g, out, texts=texts) is None
     d = engine_difference(g, named, texts=texts)
     assert d is not None and d.prefix == b'x a"  ' and d.only_original == [ord("}")]
+
+
+# the arithmetic grammar's shape: id names a parser helper (a parser rule in llguidance, so id is
+# one too, and its white space ends where the "\n" of root can start); saturate writes the
+# helper as a star, which would make id one greedy lexeme ``[a-z]+ [\n ]*``
+IDENTS = r'''root ::= (id "=" [ \n]* id "\n")+
+id ::= [a-z]+ ws
+ws ::= ws [ \n] | ""
+'''
+# what the default target's saturate wrote before (ws as the star, id a leaf rule)
+IDENTS_LEAF = 'root ::= (id "=" [ \\n]* id "\\n")+\nid ::= [a-z]+ [ \\n]*\n'
+
+
+def test_a_rule_that_the_star_would_make_a_lexeme_is_written_at_its_uses_too():
+    """start ⇒ goal: id (a parser rule of the input, a lexeme class of the output) is written
+    inline like ws, so root stays one parser rule over the input's atoms (before: ``IDENTS_LEAF``)."""
+    g = parse(IDENTS, "gbnf")
+    out = optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar
+    assert write(out, "gbnf") == 'root ::= ([a-z]+ [\\n ]* "=" [\\n ]* [a-z]+ [\\n ]* "\\n")+\n'
+
+
+def test_the_rule_written_at_its_uses_keeps_llguidance_masks():
+    """In llguidance: the leaf rule ``id ::= [a-z]+ [\\n ]*`` takes the ``\\n`` after ``a= b``
+    into its lexeme and refuses the next line's letters and the end; inline, the ``\\n`` ends
+    the line, as in the input."""
+    pytest.importorskip("llguidance")
+    from gramopt.engines.llguidance import engine_difference
+    g = parse(IDENTS, "gbnf")
+    out = optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar
+    texts = [b'a= b\nc=d\n']
+    assert engine_difference(g, out, texts=texts) is None
+    d = engine_difference(g, parse(IDENTS_LEAF, "gbnf"), texts=texts)
+    assert d is not None and d.prefix == b"a= b\n" and ord("c") in d.only_original
+
+
+# a rule of the input that is a parser rule only through a recursive helper, and whose lexeme
+# cannot take what follows it (an e-mail address before ">" or "]")
+EMAIL = r'''root ::= "<" em ">" | "[" em "]"
+em ::= local "@" [a-z]+
+local ::= [a-z] local | [a-z]
+'''
+
+
+def test_a_new_lexeme_that_cannot_take_what_follows_keeps_its_name():
+    """start ⇒ goal: local (a parser rule, chosen as the star ``[a-z]+``) is written inline (a);
+    em, a lexeme of the output whose strings no letter-free follower can extend, stays a rule
+    (b): nothing changes what llguidance allows."""
+    pytest.importorskip("llguidance")
+    from gramopt.engines.llguidance import engine_difference
+    g = parse(EMAIL, "gbnf")
+    out = optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar
+    assert [r.name for r in out.rules] == ["root", "em"] and _leaf(out, "em")
+    assert engine_difference(g, out, texts=[b"<ab@cd>", b"[a@b]"]) is None

@@ -69,9 +69,11 @@ from dataclasses import dataclass, field, replace
 
 from ..costmodels.kappa import alt_kappa, literal_kappa, repeat_kappa
 from ..costmodels.sac_proxy import W_CONCAT, W_INFIX, W_NULLALT, W_NULLREP
-from ..grammar import (Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, refs, rename_refs, seq, transform,
-                       walk)
+from ..grammar import (CharClass, Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, refs, rename_refs, seq,
+                       transform, walk)
 from ..grammar.analysis import lexical_rules
+from ..grammar.expr import normalize_ranges
+from ..grammar.follow import follow_sets
 from ..grammar.dialects import dialect_record, token_atoms
 from .lower import ENode, GrammarEGraph, Opaque, Snapshot
 from .rewrite import nullable_classes
@@ -154,8 +156,8 @@ class Extractor:
     ``name_lexemes=False``: nor is an anonymous class whose written form would make that rule
     one llguidance lexeme (``_lexeme_classes``); a rule of the input that is such a lexeme
     is not referenced from a rule that held a copy of its body (``_copied_lexemes``); and a
-    rule the input's llguidance read as a parser rule is not written as a star that would make
-    it one lexeme: the star is written at its uses (``_starred_parser_rules``)."""
+    rule the input's llguidance read as a parser rule is not written as a leaf rule that would make
+    it one lexeme: it is written at its uses (``_new_lexemes``)."""
 
     def __init__(self, eg: GrammarEGraph, *, recursion_penalty: float = 0.0, left_recursion: bool = True,
                  lam: float = 1.0, weights: dict | None = None, name_nullable: bool = True,
@@ -336,20 +338,23 @@ class Extractor:
                     state[d] = 1
                     stack.append((d, iter(choice[d].children)))
 
-    def _lexeme_classes(self, choice, needed: list[int]) -> set[int]:
+    def _lexeme_classes(self, choice, needed: list[int], pinned_leaves: bool = True) -> set[int]:
         """The needed classes whose chosen form reaches only atoms, ε and such classes (a
         least fixpoint; never the start class): what llguidance's GBNF reader
         (``gbnf_to_lark.resolve``) turns into one Lark terminal when it is a rule. Its lexer is
         greedy, so one lexeme where the input wrote several changes which bytes it allows:
         ``"[" [ ]* "]"`` named as a rule beside ``"[" [ ]* item …`` holds the longer lexeme
         after ``[ `` and refuses the ``"`` of an item (Github_hard---o21157). The fixpoint is
-        by children counts, so it is linear in the chosen nodes."""
+        by children counts, so it is linear in the chosen nodes. ``pinned_leaves=False``: a
+        pinned rule's class (its atom) whose body names a rule is no leaf (it is written back
+        naming them: a parser rule unless they all are lexemes, which is not asked, so the set
+        may only be smaller than llguidance's)."""
         start = self.snap.of_name.get(self.eg.grammar.start)
         waiting: dict[int, int] = {}
         parents: dict[int, list[int]] = {}
         for c in needed:
             kids = set(choice[c].children)
-            waiting[c] = len(kids)
+            waiting[c] = len(kids) + (not pinned_leaves and self._names_rules(choice[c]))
             for d in kids:
                 parents.setdefault(d, []).append(c)
         ready = [c for c in needed if waiting[c] == 0 and c != start]
@@ -364,6 +369,11 @@ class Extractor:
                 if waiting[p] == 0 and p != start:
                     ready.append(p)
         return out
+
+    def _names_rules(self, n: ENode) -> bool:
+        """Whether ``n`` is a pinned rule's atom and that rule's body names a rule."""
+        a = self.eg.atoms[n.data] if n.kind == "Tok" else None
+        return isinstance(a, Opaque) and bool(refs(self.eg.pinned[a.name].body))
 
     def _copied_lexemes(self, choice, name_of, kept) -> dict[int, set[str]]:
         """The classes named by an input rule that llguidance reads as one lexeme
@@ -398,24 +408,45 @@ class Extractor:
                         out.setdefault(named[nm], set()).add(r.name)
         return out
 
-    def _starred_parser_rules(self, choice, name_of, kept) -> set[int]:
-        """The classes written as a rule of the input whose every input rule llguidance read
-        as a parser rule (not ``lexical_rules``: ``ws ::= ws [ ] | ""``, a rule that names one)
-        and whose chosen form is a repetition that llguidance would read as one lexeme
-        (``_lexeme_classes``: ``ws ::= [ ]*``). Such a class is written inline at every use
-        (its name dropped), as the input's other rules wrote the same star. Why: llguidance's
-        GBNF reader makes a leaf rule one greedy lexeme ``WS: /[ ]/*`` but reads a star written
-        inside a parser rule as a parser loop over the one-byte lexeme ``/[ ]/``, as it read
-        the input's recursive helper. Where both are allowed at once (the named rule at one
-        use, the inline star in a rule written back as the input had it: a pinned rule),
-        the lexer follows the longer lexeme, ``WS``, and drops the other parse: the obfuscated
-        built-in JSON grammar's candidate refused ``}`` after ``{"k":0, "k":\\n""\\n\\t``
-        (members ``"\\"" [ ]* "}"`` as written beside ``"\\"" ws ","``). Written inline, the
-        star is that parser loop wherever it stands, as the input's helper was. The language
-        is the same: a reference and its class's inline form are one class; the class is a
-        leaf (a lexeme class reaches only atoms), so writing it out terminates. Not the start,
-        a pinned or kept rule, a rule an assertion or an engine construct names (those are
-        written as they are, references renamed only); empty where ``name_lexemes``."""
+    def _new_lexemes(self, choice, name_of, kept) -> set[int]:
+        """The classes written as a rule of the input, whose chosen form llguidance would read
+        as one lexeme (``_lexeme_classes``), although the input's llguidance read one of their
+        input rules as a parser rule (not ``lexical_rules``: ``ws ::= ws [ ] | ""``, or a rule
+        naming one, ``id ::= [a-z]+ ws``), and that are written inline at every use instead
+        (their names dropped) because the lexeme would change what llguidance allows:
+
+        (a) a star (chosen form ``x*``) of input rules that were all parser rules. llguidance's
+            GBNF reader makes the leaf rule ``ws ::= [ ]*`` one greedy lexeme ``WS: /[ ]/*``,
+            but reads a star written inside a parser rule as a parser loop over the one-byte
+            lexeme ``/[ ]/``, as it read the input's helper. Where both are allowed at once
+            (the named rule at one use, the input's inline star in a rule written back as the
+            input had it, a pinned rule), the lexer follows the longer lexeme and drops the
+            other parse: the obfuscated built-in JSON grammar refused ``}`` after
+            ``{"k":0, "k":\\n""\\n\\t`` (``"\\"" [ ]* "}"`` as written beside ``"\\"" ws ","``).
+            Inline, the star is the parser loop in a parser rule, and part of the same regular
+            expression in a lexeme rule (where the named leaf was, too).
+        (b) any other such class whose lexeme can take, after one of its complete strings, a
+            byte that may start what follows the rule in the input (``_extensions`` against
+            the input rules' FOLLOW, ``grammar.follow``): the greedy lexeme keeps it where the
+            input's parser rule let the next item have it. ``id ::= [a-z]+ [\\n ]*`` took
+            the ``\\n`` that ends a line of the arithmetic grammar (llguidance then refused
+            the next line after ``y= mi\\n``). Inline in a parser rule it is parser items
+            again. A class whose lexeme cannot (an e-mail pattern's ``"\\"" local "@" host
+            "\\""``) keeps its name: split into parser items beside an input lexeme it lexed
+            otherwise (a Github_hard schema, when every such class was inlined).
+        The inlining stops at a rule that stays a parser rule (a recursive one, the start, a
+        pinned rule: its body written as it was, the reference replaced by the inline form).
+        Where an input lexeme shares the class (``ws2 ::= [ ]*`` merged with the helper), its
+        uses become parser items too, where llguidance may then allow what the language allows
+        and the input's greedy lexeme refused (a parser loop follows every split, the lexeme the
+        longest one); the judge takes such a step where the input's mask is the engine's error
+        (``judge.masks.input_mask_wrong``) and refuses any other difference.
+
+        The language is the same: a reference and its class's inline form are one class; the
+        class is a leaf (a lexeme class reaches only atoms and such classes), so writing it out
+        terminates. Not the start, a pinned or kept rule, a rule an assertion or an engine
+        construct names (written as they are: only references renamed); empty where
+        ``name_lexemes``."""
         if self.name_lexemes:
             return set()
         g = self.eg.grammar
@@ -427,11 +458,22 @@ class Extractor:
             if r.native is not None:
                 fixed.update(refs(r.body))
         out: set[int] = set()
-        for c in self._lexeme_classes(choice, self._needed(choice)):
+        follows = None
+        for c in self._lexeme_classes(choice, self._needed(choice), pinned_leaves=False):
             names = [n for n in self.snap.names.get(c, ()) if n in g.rule_map]
-            if (c in name_of and choice[c].kind == "Rep" and names and not lexical.intersection(names)
-                    and not fixed.intersection(self.snap.names.get(c, ()))):
-                out.add(c)
+            if c not in name_of or not names or lexical.issuperset(names) or fixed.intersection(self.snap.names[c]):
+                continue
+            if choice[c].kind == "Rep" and not lexical.intersection(names):
+                out.add(c)  # (a) a parser rule's star
+                continue
+            if follows is None:
+                try:
+                    follows = follow_sets(g)
+                except ValueError:  # Lark atoms (no code points): never read as lexemes here
+                    follows = {}
+            after = normalize_ranges(r for n in names if n in follows for r in follows[n].ranges)
+            if _overlap(_extensions(self.eg.atoms, choice, c), after):
+                out.add(c)  # (b) its lexeme would take a byte the input let the next item have
         return out
 
     def _name_shared(self, choice, cost, name_of) -> None:
@@ -487,8 +529,8 @@ class Extractor:
             name_of[c] = (g.start if g.start in names else mine[0] if mine else
                           next((n for n in names if n in kept), None)
                           or next((n for n in names if n in named_by_pinned), names[0]))
-        starred = self._starred_parser_rules(choice, name_of, kept)
-        for c in starred:
+        new_lexemes = self._new_lexemes(choice, name_of, kept)
+        for c in new_lexemes:
             del name_of[c]
         self._name_shared(choice, cost, name_of)
         self._name_cycles(choice, name_of)
@@ -529,10 +571,10 @@ class Extractor:
         emitted: dict[str, Rule] = {}
 
         alias = {n: name_of[snap.of_name[n]] for n in snap.of_name if snap.of_name[n] in name_of}
-        unnamed = {n for n in snap.of_name if snap.of_name[n] in starred}  # written out where named
+        unnamed = {n for n in snap.of_name if snap.of_name[n] in new_lexemes}  # written out where named
 
         def written_out(e: Expr) -> Expr:
-            """A pinned body's reference to a ``starred`` class, written as the class."""
+            """A pinned body's reference to a ``new_lexemes`` class, written as the class."""
             return expr(snap.of_name[e.name]) if isinstance(e, Ref) and e.name in unnamed else e
 
         queue = self._needed(choice)
@@ -596,3 +638,91 @@ def _pinned_refs(rules) -> list[str]:
         for n in refs(r.body) + (refs(r.lookahead) if r.lookahead is not None else []):
             out.setdefault(n, None)
     return list(out)
+
+
+MAX_POSITIONS = 4096
+"""The most nodes ``_extensions`` expands a lexeme class into (a class shared in a DAG is
+expanded at each use), and ``MAX_NESTING`` the deepest it follows; past either the class
+counts as extending by nothing."""
+MAX_NESTING = 200
+
+
+def _extensions(atoms, choice: dict[int, ENode], c: int) -> tuple[tuple[int, int], ...]:
+    """Code points by which a complete string of lexeme class ``c`` (its chosen form, children
+    expanded) can be extended to a prefix of another: the characters of the positions that
+    follow a last position in its Glushkov automaton (one position per code point of a
+    literal and per character class; ``x{m,n}`` with n > 1 loops like ``x*``). A subset of
+    the exact set (a string's other, unfinished readings are not followed), empty past
+    ``MAX_POSITIONS`` or at an atom without code points (a pinned rule's, a Lark terminal)."""
+    chars: list[tuple[tuple[int, int], ...]] = []
+    follow: list[set[int]] = []
+    visits = [0]
+
+    def pos(ranges) -> int:
+        chars.append(ranges)
+        follow.append(set())
+        return len(chars) - 1
+
+    def link(last, first) -> None:
+        for p in last:
+            follow[p].update(first)
+
+    def walk_(d: int, depth: int = 0):  # (nullable, first, last); lexeme classes form a DAG
+        visits[0] += 1
+        if visits[0] + len(chars) > MAX_POSITIONS or depth > MAX_NESTING:
+            raise _TooMany
+        n = choice[d]
+        if n.kind == "Eps":
+            return True, set(), set()
+        if n.kind == "Tok":
+            a = atoms[n.data]
+            if isinstance(a, Literal):
+                ps = [pos(((ord(ch), ord(ch)),)) for ch in a.text]
+                for x, y in zip(ps, ps[1:]):
+                    follow[x].add(y)
+                return False, {ps[0]}, {ps[-1]}
+            if isinstance(a, CharClass):
+                p = pos(a.code_points())
+                return False, {p}, {p}
+            raise _TooMany
+        if n.kind == "Seq":
+            nullable, first, last = True, set(), set()
+            for k in n.children:
+                kn, kf, kl = walk_(k, depth + 1)
+                link(last, kf)
+                first = first | kf if nullable else first
+                last = last | kl if kn else kl
+                nullable = nullable and kn
+            return nullable, first, last
+        if n.kind == "Alt":
+            parts = [walk_(k, depth + 1) for k in n.children]
+            return (any(x[0] for x in parts), set().union(*(x[1] for x in parts)),
+                    set().union(*(x[2] for x in parts)))
+        lo, hi = n.data  # Rep
+        kn, kf, kl = walk_(n.children[0], depth + 1)
+        if hi != 1:
+            link(kl, kf)
+        return kn or lo == 0, kf, kl
+
+    try:
+        _, _, last = walk_(c)
+    except _TooMany:
+        return ()
+    return normalize_ranges(r for p in last for q in follow[p] for r in chars[q])
+
+
+class _TooMany(Exception):
+    pass
+
+
+def _overlap(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> bool:
+    """Whether two sorted, disjoint range lists share a code point."""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
