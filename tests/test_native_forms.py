@@ -69,6 +69,21 @@ GOLDEN = [
     (merge_equivalent_rules,
      'root ::= p q\np ::= "<" m\nq ::= "<" [0-9]+\nm ::= Regex("[0-9]+")\n',
      'root ::= p q\np ::= "<" m\nq ::= "<" [0-9]+\nm ::= Regex("[0-9]+")\n'),
+    # a copy named only at the ends of the asserted rule's own alternatives is merged into it
+    # (it completes where the rule does: the assertion holds there already; _into_pinned)
+    (merge_equivalent_rules,
+     'root ::= "<" a ","\na ::= "x" b | "y" (= [,])\nb ::= "x" a | "y"\n',
+     'root ::= "<" a ","\na ::= "x" a | "y" (= [,])\n'),
+    (merge_equivalent_rules,
+     'root ::= "<" a ","\na ::= "x" (b | "z") | "y" (= [,])\nb ::= "x" (a | "z") | "y"\n',
+     'root ::= "<" a ","\na ::= "x" (a | "z") | "y" (= [,])\n'),
+    # ... not when it is named elsewhere too, or before the end of an alternative
+    (merge_equivalent_rules,
+     'root ::= a "," b ";"\na ::= "x" b | "y" (= [,])\nb ::= "x" a | "y"\n',
+     'root ::= a "," b ";"\na ::= "x" b | "y" (= [,])\nb ::= "x" a | "y"\n'),
+    (merge_equivalent_rules,
+     'root ::= "<" a ","\na ::= "x" b "z" | "y" (= [,])\nb ::= "x" a "z" | "y"\n',
+     'root ::= "<" a ","\na ::= "x" b "z" | "y" (= [,])\nb ::= "x" a "z" | "y"\n'),
 ]
 
 

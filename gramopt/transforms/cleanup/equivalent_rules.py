@@ -78,10 +78,28 @@ P's (FOLLOW(D) ⊆ FOLLOW(P)). Lark grammars are left alone: a Lark rule name is
 user's code reads. The representative of a block is its first rule in source order that is
 not the start rule, so user-named rules survive their generated copies (which come later).
 κ never increases: only whole rules are removed.
+
+Into a pinned rule (``_into_pinned``). A copy ``D`` of a rule ``P`` with an assertion (an
+obfuscated or converted grammar's ``S2 ::= "\"" | c S | e S`` beside ``S ::= "\"" | c S2 | e S
+(= …)``) is equal to P up to renaming in the partition of the bodies as written (literals
+fused, nothing unfolded) that starts pinned rules in the one block too. The equations are
+then instances of the quotient system, so every member denotes its block's language (an
+assertion is no part of one), and so does every member of the system where D's references
+name P instead: its equations are instances of the same quotient system. (Unfolded
+signatures would not do: ``r ::= m (= …) ; m ::= "a" | "b"`` read alike, and r's reference
+to m made r's gives ``r ::= r``.) It is merged only when every reference to
+D ends an alternative of P's own body (``_tail_refs``): there D completes exactly where P
+completes, and P's assertion already holds (xgrammar trusts it) at that position, so P named
+there asserts nothing new; anywhere else P's assertion would be carried into D's contexts,
+which need not imply it (why pinned rules are not merged above). D is not kept (the start, a
+directive's or an assertion's rule), P is no engine construct (``native``). The result is P
+recursing on itself, as the input's original wrote it: built-in JSON's obfuscated string
+rules keep ``characters_item ::= "\"" | [^"\\] characters_item | …`` and lose the copy.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from ...grammar import (Alt, CharClass, Epsilon, Expr, Literal, Grammar, Ref, Repeat, Rule, Seq, alt, rebuilds_as_is, refs, rename_refs,
@@ -256,7 +274,7 @@ def blocks(grammar: Grammar) -> dict[str, int]:
     return _blocks(grammar, unfolded_bodies(grammar)[0])
 
 
-def _blocks(grammar: Grammar, bodies: dict[str, Expr]) -> dict[str, int]:
+def _blocks(grammar: Grammar, bodies: dict[str, Expr], separate_pinned: bool = True) -> dict[str, int]:
     """Partition refinement. A body's signature under a partition is its template (the
     body with every rule reference replaced by one placeholder) and the blocks of the
     rules it names, in walk order: two bodies are equal once references are replaced by
@@ -264,7 +282,8 @@ def _blocks(grammar: Grammar, bodies: dict[str, Expr]) -> dict[str, int]:
     refinement is Hopcroft-style (``grammar.refinement``: a rule's signature is recomputed
     only when a rule it names changes block, so a chain of n rules costs O(n log n), not
     the n rounds of n signatures of naive refinement). Blocks numbered in the order of
-    their first rule."""
+    their first rule. ``separate_pinned=False``: a pinned rule starts in the one block too
+    (``_into_pinned``)."""
     names = grammar.names
     known = set(names)
     templates: dict[tuple, int] = {}
@@ -276,7 +295,7 @@ def _blocks(grammar: Grammar, bodies: dict[str, Expr]) -> dict[str, int]:
         shape[r.name] = templates.setdefault(template, len(templates))
     # a pinned rule starts (so stays) in a block of its own: merging a rule that names it
     # with an equal one naming another rule would move it into that rule's contexts
-    pinned = [r.name for r in grammar.rules if r.pinned]
+    pinned = [r.name for r in grammar.rules if r.pinned] if separate_pinned else []
     initial = {n: 0 for n in names} | {n: i for i, n in enumerate(pinned, 1)}
     return coarsest_partition(list(names), named, lambda n, block: (shape[n], tuple(block[m] for m in named[n])),
                               initial)
@@ -348,7 +367,42 @@ def merge_equivalent_rules(grammar: Grammar) -> Grammar:
         else:  # the member naming the fewest rules outside the block
             best = min(names, key=lambda n: len(set(refs(rules[n].body)).difference(names)))
         body[rep] = rules[best].body
-    if not mapping:
+    if mapping:
+        grammar = grammar.replace_rules(replace(r, body=body.get(r.name, r.body)) for r in grammar.rules)
+        grammar = _redirect(grammar, mapping)
+    return _into_pinned(grammar)
+
+
+def _into_pinned(grammar: Grammar) -> Grammar:
+    """Each rule equal to a rule with an assertion (``(= …)``, pinned) up to renaming, and
+    named only at the ends of that rule's own alternatives, merged into it (module docstring,
+    "Into a pinned rule")."""
+    rules = grammar.rule_map
+    if not any(r.lookahead is not None and r.native is None for r in grammar.rules):
         return grammar
-    grammar = grammar.replace_rules(replace(r, body=body.get(r.name, r.body)) for r in grammar.rules)
-    return _redirect(grammar, mapping)
+    kept = _pinned(grammar)
+    members: dict[int, list[str]] = {}
+    written = {r.name: _fused(r.body) for r in grammar.rules}  # not unfolded: see the docstring
+    for name, b in _blocks(grammar, written, separate_pinned=False).items():
+        members.setdefault(b, []).append(name)
+    uses = Counter(x.name for r in grammar.rules for x in walk(r.body) if isinstance(x, Ref))
+    mapping: dict[str, str] = {}
+    for names in members.values():
+        pins = [n for n in names if rules[n].pinned]
+        if len(pins) != 1 or rules[pins[0]].lookahead is None or rules[pins[0]].native is not None:
+            continue
+        tails = Counter(_tail_refs(rules[pins[0]].body))
+        mapping.update({n: pins[0] for n in names if n not in kept and uses[n] and uses[n] == tails[n]})
+    return _redirect(grammar, mapping) if mapping else grammar
+
+
+def _tail_refs(e: Expr) -> list[str]:
+    """The references that end an alternative of ``e`` (the last item of a sequence, each
+    alternative of a group there; not inside a repetition, nor before a nullable item)."""
+    if isinstance(e, Ref):
+        return [e.name]
+    if isinstance(e, Alt):
+        return [n for a in e.items for n in _tail_refs(a)]
+    if isinstance(e, Seq):
+        return _tail_refs(e.items[-1])
+    return []
