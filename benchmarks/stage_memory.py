@@ -1,0 +1,70 @@
+"""Peak resident memory of one ``gramopt optimize`` per stage (the main thread's ``gramopt.stage``).
+
+    python benchmarks/stage_memory.py SCHEMA_OR_GRAMMAR [optimize options…] [--json FILE]
+
+Runs ``gramopt optimize ARGS`` in this process, with a thread reading ``VmRSS`` every 20 ms
+and filing it under the stage the main thread is in (reading, each pass, the engine check,
+verification, writing): the largest reading per stage, in the order the stages came, and the
+process's high-water mark (``VmHWM``). Linux only (``/proc/self/status``). Where the peak sits
+says which stage to make lighter: WashingtonPost wp_26's was the final check's Earley sets.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+import threading
+import time
+
+
+def status_mb(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key):
+                return int(line.split()[1]) // 1024
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    out = None
+    if "--json" in argv:
+        i = argv.index("--json")
+        out, argv = argv[i + 1], argv[:i] + argv[i + 2:]
+    sys.setrecursionlimit(100_000)
+    from gramopt import stage
+    main_thread = threading.main_thread()
+    peaks: dict[str, int] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            name, mb = stage.current(main_thread), status_mb("VmRSS:")
+            peaks[name] = max(peaks.get(name, 0), mb)
+            time.sleep(0.02)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    t0 = time.perf_counter()
+    sys.argv = ["gramopt", "optimize", *argv]
+    code = 0
+    try:
+        runpy.run_module("gramopt", run_name="__main__")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    done.set()
+    watcher.join()
+    peaks.pop("starting", None)  # before the command and after it
+    row = {"args": argv, "exit": code, "seconds": round(time.perf_counter() - t0, 2),
+           "stages_mb": peaks, "peak_mb": status_mb("VmHWM:")}
+    print("| stage | peak RSS MB |\n|---|---:|")
+    for name, mb in peaks.items():
+        print(f"| {name} | {mb:,} |")
+    print(f"| (process high-water mark) | {row['peak_mb']:,} |")
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(row, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
