@@ -45,6 +45,13 @@ def _leaf(out, name: str) -> bool:
     return not any(isinstance(e, Ref) for e in walk(out.rule_map[name].body))
 
 
+def _saturated(g):
+    """``g`` through saturate as the portable target writes it, and as it would write it if it
+    named lexemes (``names_lexemes=True``, what the default target did before)."""
+    return (optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar,
+            optimize(g, target=_portable(names_lexemes=True), passes=["saturate"], verify=False).grammar)
+
+
 @pytest.mark.parametrize("target", ["portable", "llguidance"])
 def test_targets_checked_in_llguidance_name_no_lexemes(target):
     t = targets.get(target)
@@ -133,8 +140,7 @@ def test_the_merged_lexeme_keeps_llguidance_masks():
     pytest.importorskip("llguidance")
     from gramopt.engines.llguidance import engine_difference
     g = parse(OBJECTS, "gbnf")
-    out = optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar
-    merged = optimize(g, target=_portable(names_lexemes=True), passes=["saturate"], verify=False).grammar
+    out, merged = _saturated(g)
     texts = [b'{"a":{ "b":0},"f":{}}', b'{"a":{},"f":{ }}']
     assert engine_difference(g, out, texts=texts) is None
     d = engine_difference(g, merged, texts=texts)
@@ -164,7 +170,7 @@ ws ::= ws [ ] | ""
 
 
 def test_a_parser_rule_written_as_a_star_is_written_at_its_uses():
-    """start ⇒ goal (``Extractor._starred_parser_rules``): saturate finds ws = ``[ ]*``; the
+    """start ⇒ goal (``Extractor._new_lexemes``, (a)): saturate finds ws = ``[ ]*``; the
     star is written inline where ws was named (root, and the pinned s, whose other star the
     input wrote inline), and no rule ws is left. With names_lexemes the extractor writes
     ``ws ::= [ ]*`` beside s's inline star, as the default target did before."""
@@ -184,8 +190,7 @@ def test_the_star_written_at_its_uses_keeps_llguidance_masks():
     pytest.importorskip("llguidance")
     from gramopt.engines.llguidance import engine_difference
     g = parse(HELPER, "ebnf")
-    out = optimize(g, target=_portable(), passes=["saturate"], verify=False).grammar
-    named = optimize(g, target=_portable(names_lexemes=True), passes=["saturate"], verify=False).grammar
+    out, named = _saturated(g)
     texts = [b'x a"  }! ?', b'x"  ,!?']
     assert engine_difference(g, out, texts=texts) is None
     d = engine_difference(g, named, texts=texts)
