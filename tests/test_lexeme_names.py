@@ -45,6 +45,15 @@ def _leaf(out, name: str) -> bool:
     return not any(isinstance(e, Ref) for e in walk(out.rule_map[name].body))
 
 
+def _in_llguidance(src: str, dialect: str, texts: list[bytes]):
+    """llguidance's first mask difference from the input (byte vocabulary, along ``texts``) of
+    ``_saturated``'s two forms: (as written, with lexemes named)."""
+    pytest.importorskip("llguidance")
+    from gramopt.engines.llguidance import engine_difference
+    g = parse(src, dialect)
+    return tuple(engine_difference(g, out, texts=texts) for out in _saturated(g))
+
+
 def _saturated(g):
     """``g`` through saturate as the portable target writes it, and as it would write it if it
     named lexemes (``names_lexemes=True``, what the default target did before)."""
@@ -137,14 +146,8 @@ def test_an_input_lexeme_is_referenced_only_where_the_input_referenced_it():
 def test_the_merged_lexeme_keeps_llguidance_masks():
     """The difference the rule above prevents, in llguidance itself (byte vocabulary): the
     merged form refuses `"` after `{ ` inside obj, the written one does not."""
-    pytest.importorskip("llguidance")
-    from gramopt.engines.llguidance import engine_difference
-    g = parse(OBJECTS, "gbnf")
-    out, merged = _saturated(g)
-    texts = [b'{"a":{ "b":0},"f":{}}', b'{"a":{},"f":{ }}']
-    assert engine_difference(g, out, texts=texts) is None
-    d = engine_difference(g, merged, texts=texts)
-    assert d is not None and d.prefix.endswith(b"{ ")
+    written, merged = _in_llguidance(OBJECTS, "gbnf", [b'{"a":{ "b":0},"f":{}}', b'{"a":{},"f":{ }}'])
+    assert written is None and merged is not None and merged.prefix.endswith(b"{ ")
 
 
 def test_a_rule_merged_with_an_equal_input_rule_keeps_its_references():
@@ -187,14 +190,9 @@ def test_the_star_written_at_its_uses_keeps_llguidance_masks():
     """In llguidance (byte vocabulary): with ``ws ::= [ ]*`` named beside s's inline star the
     lexer follows the longer lexeme after ``x a"  `` and refuses ``}``; written inline, the
     masks are the input's."""
-    pytest.importorskip("llguidance")
-    from gramopt.engines.llguidance import engine_difference
-    g = parse(HELPER, "ebnf")
-    out, named = _saturated(g)
-    texts = [b'x a"  }! ?', b'x"  ,!?']
-    assert engine_difference(g, out, texts=texts) is None
-    d = engine_difference(g, named, texts=texts)
-    assert d is not None and d.prefix == b'x a"  ' and d.only_original == [ord("}")]
+    written, named = _in_llguidance(HELPER, "ebnf", [b'x a"  }! ?', b'x"  ,!?'])
+    assert written is None and named is not None
+    assert named.prefix == b'x a"  ' and named.only_original == [ord("}")]
 
 
 # the arithmetic grammar's shape: id names a parser helper (a parser rule in llguidance, so id is
