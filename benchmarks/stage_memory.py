@@ -1,11 +1,15 @@
 """Peak resident memory of one ``gramopt optimize`` per stage (the main thread's ``gramopt.stage``).
 
     python benchmarks/stage_memory.py SCHEMA_OR_GRAMMAR [optimize options…] [--json FILE]
+    python benchmarks/stage_memory.py --worker FILE [FILE …]      one batch worker, item by item
 
 Runs ``gramopt optimize ARGS`` in this process, with a thread reading ``VmRSS`` every 20 ms
 and filing it under the stage the main thread is in (reading, each pass, the engine check,
 verification, writing): the largest reading per stage, in the order the stages came, and the
-process's high-water mark (``VmHWM``). Linux only (``/proc/self/status``). Where the peak sits
+process's high-water mark (``VmHWM``). ``--worker``: the files optimized in turn by one process
+through ``gramopt.cli.batch.optimize_item`` (what a batch's worker runs; default target), a line
+per item with its resident memory before it and each stage's peak: in a worker the engines are
+loaded before the first pass, so a large input's compiles in them overlap the passes. Linux only (``/proc/self/status``). Where the peak sits
 says which stage to make lighter: WashingtonPost wp_26's was the final check's Earley sets.
 """
 
@@ -26,24 +30,56 @@ def status_mb(key: str) -> int:
     return 0
 
 
+def watched(thread: threading.Thread, peaks: dict, done: threading.Event) -> threading.Thread:
+    """A daemon filing ``VmRSS`` every 20 ms under ``thread``'s stage in ``peaks``."""
+    from gramopt import stage
+
+    def watch() -> None:
+        while not done.is_set():
+            name, mb = stage.current(thread), status_mb("VmRSS:")
+            peaks[name] = max(peaks.get(name, 0), mb)
+            time.sleep(0.02)
+    w = threading.Thread(target=watch, daemon=True)
+    w.start()
+    return w
+
+
+def worker(files: list[str]) -> int:
+    """``--worker``: one process optimizes ``files`` in turn; per item the memory before it and
+    each stage's peak (MB)."""
+    import os
+    import tempfile
+    from dataclasses import asdict
+    from gramopt.cli.batch import batch_items, optimize_item
+    peaks: dict[str, int] = {}
+    done = threading.Event()
+    watched(threading.main_thread(), peaks, done)
+    print("| item | before MB | stage peaks MB |\n|---|---:|---|")
+    with tempfile.TemporaryDirectory() as out:
+        for f in files:
+            item = batch_items(f, out, target="portable")[0]
+            before = status_mb("VmRSS:")
+            peaks.clear()
+            optimize_item(asdict(item), {"target": "portable"}, None)
+            time.sleep(0.05)
+            stages = ", ".join(f"{k} {v:,}" for k, v in peaks.items() if k != "starting")
+            print(f"| {os.path.basename(f)} | {before:,} | {stages} |", flush=True)
+    done.set()
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--worker"]:
+        sys.setrecursionlimit(100_000)
+        return worker(argv[1:])
     out = None
     if "--json" in argv:
         i = argv.index("--json")
         out, argv = argv[i + 1], argv[:i] + argv[i + 2:]
     sys.setrecursionlimit(100_000)
-    from gramopt import stage
-    main_thread = threading.main_thread()
     peaks: dict[str, int] = {}
     done = threading.Event()
-
-    def watch() -> None:
-        while not done.is_set():
-            name, mb = stage.current(main_thread), status_mb("VmRSS:")
-            peaks[name] = max(peaks.get(name, 0), mb)
-            time.sleep(0.02)
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
+    watcher = watched(threading.main_thread(), peaks, done)
     t0 = time.perf_counter()
     sys.argv = ["gramopt", "optimize", *argv]
     code = 0
