@@ -8,8 +8,8 @@ and filing it under the stage the main thread is in (reading, each pass, the eng
 verification, writing): the largest reading per stage, in the order the stages came, and the
 process's high-water mark (``VmHWM``). ``--worker``: the files optimized in turn by one process
 through ``gramopt.cli.batch.optimize_item`` (what a batch's worker runs; default target), a line
-per item with its resident memory before it and each stage's peak: in a worker the engines are
-loaded before the first pass, so a large input's compiles in them overlap the passes. Linux only (``/proc/self/status``). Where the peak sits
+per item with its resident memory before it and each stage's peak (a stage named after a pass
+is also the judge's repairs replaying it, while the engines hold the input's check). Linux only (``/proc/self/status``). Where the peak sits
 says which stage to make lighter: WashingtonPost wp_26's was the final check's Earley sets.
 """
 
