@@ -73,6 +73,7 @@ from dataclasses import dataclass, field
 
 from ..grammar import Alt, CharClass, Epsilon, Expr, Grammar, Literal, Repeat, Ref, Seq, refs, walk
 from ..grammar.ambiguity import self_concatenations
+from ..grammar.expr import ranges_overlap
 from ..grammar.analysis import nullable_expr, nullable_rules, reachable_rules, recursive_references, structure
 from .calibration import generic_node_weights, static_features
 from .objective import W_RECURSION
@@ -245,7 +246,7 @@ def endless_lexemes(g: Grammar) -> list[str]:
         return []
     from ..grammar.follow import follow_sets
     follow = follow_sets(g)
-    return [n for n in ending if _overlap(follow[n].ranges, tails[n])]
+    return [n for n in ending if ranges_overlap(follow[n].ranges, tails[n])]
 
 
 def _tail_literals(e: Expr, nullable: set[str], tails: dict[str, set]) -> set:
@@ -280,11 +281,6 @@ def _one_literal(e: Expr) -> int | None:
         points = e.code_points()
         return points[0][0] if len(points) == 1 and points[0][0] == points[0][1] else None
     return ord(e.text[0]) if isinstance(e, Literal) and e.text else None
-
-
-def _overlap(a, b) -> bool:
-    """Whether two collections of inclusive code-point ranges share a code point."""
-    return any(lo <= hi2 and lo2 <= hi for lo, hi in a for lo2, hi2 in b)
 
 
 @dataclass(frozen=True)

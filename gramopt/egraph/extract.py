@@ -72,7 +72,7 @@ from ..costmodels.sac_proxy import W_CONCAT, W_INFIX, W_NULLALT, W_NULLREP
 from ..grammar import (CharClass, Epsilon, Expr, Grammar, Literal, Ref, Repeat, Rule, alt, refs, rename_refs, seq,
                        transform, walk)
 from ..grammar.analysis import lexical_rules
-from ..grammar.expr import normalize_ranges
+from ..grammar.expr import normalize_ranges, ranges_overlap
 from ..grammar.follow import follow_sets
 from ..grammar.dialects import dialect_record, token_atoms
 from .lower import ENode, GrammarEGraph, Opaque, Snapshot
@@ -312,12 +312,12 @@ class Extractor:
         taken.add(f"{base}{sep}{k}")
         return f"{base}{sep}{k}"
 
-    def _name_cycles(self, choice, name_of) -> None:
+    def _name_cycles(self, choice, name_of, needed: list[int]) -> None:
         """Name the anonymous class each back edge of a cycle of anonymous classes enters
         (depth-first from the rule classes, in order), so expansion terminates."""
         taken = set(self.snap.of_name) | set(name_of.values())
         state: dict[int, int] = {}  # 1 on the stack, 2 done
-        for root in self._needed(choice):
+        for root in needed:
             if root not in name_of or root in state:
                 continue
             owner = name_of[root]
@@ -375,7 +375,7 @@ class Extractor:
         a = self.eg.atoms[n.data] if n.kind == "Tok" else None
         return isinstance(a, Opaque) and bool(refs(self.eg.pinned[a.name].body))
 
-    def _copied_lexemes(self, choice, name_of, kept) -> dict[int, set[str]]:
+    def _copied_lexemes(self, name_of, kept, lexemes: set[int]) -> dict[int, set[str]]:
         """The classes named by an input rule that llguidance reads as one lexeme
         (``_lexeme_classes``; not the start, a pinned or a kept rule), each with the input's
         other rules that hold a copy of that rule's body written inline: in those rules the
@@ -390,7 +390,6 @@ class Extractor:
         if self.name_lexemes:
             return {}
         g = self.eg.grammar
-        lexemes = self._lexeme_classes(choice, self._needed(choice))
         skip = {g.start, *self.eg.pinned, *kept}
         # every input rule merged into such a class (the class writes one name for them all)
         named = {nm: c for c in lexemes if c in name_of and name_of[c] in g.rule_map and name_of[c] not in skip
@@ -408,7 +407,7 @@ class Extractor:
                         out.setdefault(named[nm], set()).add(r.name)
         return out
 
-    def _new_lexemes(self, choice, name_of, kept) -> set[int]:
+    def _new_lexemes(self, choice, name_of, kept, needed: list[int]) -> set[int]:
         """The classes written as a rule of the input, whose chosen form llguidance would read
         as one lexeme (``_lexeme_classes``), although the input's llguidance read one of their
         input rules as a parser rule (not ``lexical_rules``: ``ws ::= ws [ ] | ""``, or a rule
@@ -459,7 +458,7 @@ class Extractor:
                 fixed.update(refs(r.body))
         out: set[int] = set()
         follows = None
-        for c in self._lexeme_classes(choice, self._needed(choice), pinned_leaves=False):
+        for c in self._lexeme_classes(choice, needed, pinned_leaves=False):
             names = [n for n in self.snap.names.get(c, ()) if n in g.rule_map]
             if c not in name_of or not names or lexical.issuperset(names) or fixed.intersection(self.snap.names[c]):
                 continue
@@ -472,19 +471,18 @@ class Extractor:
                 except ValueError:  # Lark atoms (no code points): never read as lexemes here
                     follows = {}
             after = normalize_ranges(r for n in names if n in follows for r in follows[n].ranges)
-            if _overlap(_extensions(self.eg.atoms, choice, c), after):
+            if ranges_overlap(_extensions(self.eg.atoms, choice, c), after):
                 out.add(c)  # (b) its lexeme would take a byte the input let the next item have
         return out
 
-    def _name_shared(self, choice, cost, name_of) -> None:
+    def _name_shared(self, choice, cost, name_of, needed: list[int], lexemes: set[int]) -> None:
         """Give a rule name to an anonymous class used in several places when κ says a
         rule is cheaper than the copies (u uses: u·c inline against the definition + 2
         entry/exit states + u references), by a margin, so that clean grammars keep their
         shape; a nullable class only when ``name_nullable``, a class llguidance would read as
-        one lexeme (``_lexeme_classes``) only when ``name_lexemes``. Naming changes no
-        language: a reference and the inlined copy are one class."""
-        needed = self._needed(choice)
-        lexemes = set() if self.name_lexemes else self._lexeme_classes(choice, needed)
+        one lexeme (``lexemes``: ``_lexeme_classes`` of the ``needed`` classes) only when
+        ``name_lexemes``. Naming changes no language: a reference and the inlined copy are one
+        class."""
         uses: dict[int, int] = {}
         parent: dict[int, int] = {}
         for c in needed:
@@ -512,7 +510,8 @@ class Extractor:
         choice, cost, rank = self.choose()
         g = self.eg.grammar
         snap = self.snap
-        missing = [c for c in self._needed(choice) if c not in choice]
+        needed = self._needed(choice)  # a function of the choice alone: the steps below share it
+        missing = [c for c in needed if c not in choice]
         if missing:
             raise ExtractionError(f"{len(missing)} needed e-classes have no well-founded form")
         name_of: dict[int, str] = {}
@@ -529,12 +528,13 @@ class Extractor:
             name_of[c] = (g.start if g.start in names else mine[0] if mine else
                           next((n for n in names if n in kept), None)
                           or next((n for n in names if n in named_by_pinned), names[0]))
-        new_lexemes = self._new_lexemes(choice, name_of, kept)
+        new_lexemes = self._new_lexemes(choice, name_of, kept, needed)
         for c in new_lexemes:
             del name_of[c]
-        self._name_shared(choice, cost, name_of)
-        self._name_cycles(choice, name_of)
-        copied = self._copied_lexemes(choice, name_of, kept)
+        lexemes = set() if self.name_lexemes else self._lexeme_classes(choice, needed)
+        self._name_shared(choice, cost, name_of, needed, lexemes)
+        self._name_cycles(choice, name_of, needed)
+        copied = self._copied_lexemes(name_of, kept, lexemes)
         copying = set().union(*copied.values())  # the rules where a class may be written inline
         memo: dict[tuple[int, str | None], Expr] = {}  # by class, and by rule where the rule is copying
         site = [g.start, None]  # the rule being written; its memo key (None: shared by the others)
@@ -577,7 +577,7 @@ class Extractor:
             """A pinned body's reference to a ``new_lexemes`` class, written as the class."""
             return expr(snap.of_name[e.name]) if isinstance(e, Ref) and e.name in unnamed else e
 
-        queue = self._needed(choice)
+        queue = list(needed)
         done: set[int] = set()
         while queue:
             c = queue.pop(0)
@@ -713,16 +713,3 @@ def _extensions(atoms, choice: dict[int, ENode], c: int) -> tuple[tuple[int, int
 
 class _TooMany(Exception):
     pass
-
-
-def _overlap(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> bool:
-    """Whether two sorted, disjoint range lists share a code point."""
-    i = j = 0
-    while i < len(a) and j < len(b):
-        if a[i][1] < b[j][0]:
-            i += 1
-        elif b[j][1] < a[i][0]:
-            j += 1
-        else:
-            return True
-    return False

@@ -210,6 +210,11 @@ def normalize_ranges(ranges) -> tuple[tuple[int, int], ...]:
     return tuple((a, b) for a, b in out)
 
 
+def ranges_overlap(a, b) -> bool:
+    """Whether two collections of inclusive code-point ranges share a code point."""
+    return any(lo <= hi2 and lo2 <= hi for lo, hi in a for lo2, hi2 in b)
+
+
 def complement_ranges(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
     out = []
     nxt = 0
