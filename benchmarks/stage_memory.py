@@ -1,7 +1,7 @@
 """Peak resident memory of one ``gramopt optimize`` per stage (the main thread's ``gramopt.stage``).
 
     python benchmarks/stage_memory.py SCHEMA_OR_GRAMMAR [optimize options…] [--json FILE]
-    python benchmarks/stage_memory.py --worker FILE [FILE …]      one batch worker, item by item
+    python benchmarks/stage_memory.py --worker FILE [FILE …] [--timeline]   one batch worker, item by item
 
 Runs ``gramopt optimize ARGS`` in this process, with a thread reading ``VmRSS`` every 20 ms
 and filing it under the stage the main thread is in (reading, each pass, the engine check,
@@ -30,39 +30,53 @@ def status_mb(key: str) -> int:
     return 0
 
 
-def watched(thread: threading.Thread, peaks: dict, done: threading.Event) -> threading.Thread:
-    """A daemon filing ``VmRSS`` every 20 ms under ``thread``'s stage in ``peaks``."""
+def watched(thread: threading.Thread, peaks: dict, done: threading.Event,
+            timeline: list | None = None) -> threading.Thread:
+    """A daemon filing ``VmRSS`` every 20 ms under ``thread``'s stage in ``peaks`` and, given
+    ``timeline``, as ``[stage, peak MB, readings]`` per run of readings in one stage, in order."""
     from gramopt import stage
 
     def watch() -> None:
         while not done.is_set():
             name, mb = stage.current(thread), status_mb("VmRSS:")
             peaks[name] = max(peaks.get(name, 0), mb)
+            if timeline is not None:
+                if timeline and timeline[-1][0] == name:
+                    timeline[-1][1] = max(timeline[-1][1], mb)
+                    timeline[-1][2] += 1
+                else:
+                    timeline.append([name, mb, 1])
             time.sleep(0.02)
     w = threading.Thread(target=watch, daemon=True)
     w.start()
     return w
 
 
-def worker(files: list[str]) -> int:
+def worker(files: list[str], timelines: bool = False) -> int:
     """``--worker``: one process optimizes ``files`` in turn; per item the memory before it and
-    each stage's peak (MB)."""
+    each stage's peak (MB); ``--timeline``: each run of one stage in order instead (the judge's
+    repairs replay the passes: there a pass's name comes again after the engine check)."""
     import os
     import tempfile
     from dataclasses import asdict
     from gramopt.cli.batch import batch_items, optimize_item
     peaks: dict[str, int] = {}
+    timeline: list = []
     done = threading.Event()
-    watched(threading.main_thread(), peaks, done)
+    watched(threading.main_thread(), peaks, done, timeline)
     print("| item | before MB | stage peaks MB |\n|---|---:|---|")
     with tempfile.TemporaryDirectory() as out:
         for f in files:
             item = batch_items(f, out, target="portable")[0]
             before = status_mb("VmRSS:")
             peaks.clear()
+            timeline.clear()
             optimize_item(asdict(item), {"target": "portable"}, None)
             time.sleep(0.05)
-            stages = ", ".join(f"{k} {v:,}" for k, v in peaks.items() if k != "starting")
+            if timelines:  # each run with its length (readings are 20 ms apart)
+                stages = ", ".join(f"{k} {v:,} ({n * 0.02:.2f} s)" for k, v, n in timeline if k != "starting")
+            else:
+                stages = ", ".join(f"{k} {v:,}" for k, v in peaks.items() if k != "starting")
             print(f"| {os.path.basename(f)} | {before:,} | {stages} |", flush=True)
     done.set()
     return 0
@@ -71,7 +85,8 @@ def worker(files: list[str]) -> int:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--worker"]:
         sys.setrecursionlimit(100_000)
-        return worker(argv[1:])
+        files = [a for a in argv[1:] if a != "--timeline"]
+        return worker(files, timelines="--timeline" in argv)
     out = None
     if "--json" in argv:
         i = argv.index("--json")

@@ -82,3 +82,51 @@ def test_nullable_classes_the_least_fixpoint_of_the_rounds():
     n = 10_000  # a chain: class i = class i+1 ?; the last one ε
     chain = {i: [ENode("Alt", None, (i + 1, n + 1))] for i in range(n)} | {n: [ENode("Eps", None)], n + 1: [ENode("Tok", 0)]}
     assert nullable_classes(Snapshot(chain, {}, {}, 0)) == set(range(n + 1))
+
+
+def _lowered(g: Grammar, max_nodes: int, monkeypatch):
+    """(the snapshot, every lowering command) of ``g`` with ``MAX_TERM_NODES = max_nodes``."""
+    import gramopt.egraph.lower as lower
+    monkeypatch.setattr(lower, "MAX_TERM_NODES", max_nodes)
+    sent: list[str] = []
+    run_commands = lower.GrammarEGraph.run_commands
+    monkeypatch.setattr(lower.GrammarEGraph, "run_commands", lambda self, cs: (sent.extend(cs), run_commands(self, cs))[1])
+    return GrammarEGraph(g).snapshot(), sent
+
+
+def _built(command: str) -> int:
+    """The e-nodes one lowering command builds (its constructor calls)."""
+    return sum(command.count(k) for k in ("(Tok ", "(Eps)", "(Seq ", "(Alt ", "(Rep ", "(R "))
+
+
+def test_a_large_rule_is_lowered_in_bounded_pieces_to_the_same_egraph(monkeypatch):
+    """A rule of ~1,500 e-nodes (egglog's memory for one command grows superlinearly with
+    its term: ``MAX_TERM_NODES``) is sent as ``let`` pieces of at most 64 e-nodes each, and the
+    e-graph read back is the one lowering it whole gives: same classes, same ids, same nodes."""
+    body = alt(*(seq(Literal(f"w{i}"), Repeat(alt(a, seq(b, Ref("S"))), 0, None), Ref("T")) for i in range(150)))
+    g = Grammar((Rule("S", body), Rule("T", alt(a, Epsilon()))), "S")
+    whole, sent_whole = _lowered(g, 10**9, monkeypatch)
+    pieces, sent = _lowered(g, 64, monkeypatch)
+    assert max(map(_built, sent_whole)) > 1_000
+    assert max(map(_built, sent)) <= 64 and any(c.startswith("(let ") for c in sent)
+    assert (pieces.classes, pieces.names, pieces.of_name, pieces.n_nodes) == \
+        (whole.classes, whole.names, whole.of_name, whole.n_nodes)
+
+
+def test_lowering_in_pieces_keeps_the_egraph_of_random_grammars(monkeypatch):
+    """Pieces of at most 2 e-nodes (every composite node split) give the snapshot of whole
+    terms on random grammars: creation order, hence class ids, unchanged."""
+    from hypothesis import given, settings
+    from examples import examples
+    from test_cleanup_support import grammars
+
+    @settings(max_examples=examples(150), deadline=None)
+    @given(grammars())
+    def same(g):
+        whole, _ = _lowered(g, 10**9, monkeypatch)
+        pieces, sent = _lowered(g, 2, monkeypatch)
+        assert max(map(_built, sent)) <= 2
+        assert (pieces.classes, pieces.names, pieces.of_name, pieces.n_nodes) == \
+            (whole.classes, whole.names, whole.of_name, whole.n_nodes)
+
+    same()

@@ -65,6 +65,11 @@ class Opaque:
 
 Atom = Literal | CharClass | Terminal | Regex | Opaque
 CHUNK_CHARS = 1000
+MAX_TERM_NODES = 64
+"""The most e-nodes one lowering command builds: egglog 13.2's memory for one command grows
+superlinearly with its term (WashingtonPost wp_26's 2,110-node rule after a round of passes:
++380 MB and 0.26 s as one ``union``; +5 MB and 0.02 s with its pieces bound by ``let`` first,
+``GrammarEGraph._pieces``)."""
 
 
 def quote(s: str) -> str:
@@ -117,11 +122,58 @@ class GrammarEGraph:
         self.run(HEADER)
         self.pinned = {r.name: r for r in grammar.rules if r.pinned}
         nullable = nullable_rules(grammar) if self.pinned else set()
-        self.run_commands([f"(union (R {quote(r.name)}) {self._definition(r, nullable)})" for r in grammar.rules])
+        self._lets = 0  # globals bound so far by lowering's pieces (their names: $0, $1, …)
+        self.run_commands([c for r in grammar.rules for c in self._rule_commands(r, nullable)])
         self._witness: dict[int, str] = {}
         self._snap: Snapshot | None = None
 
     # ------------------------------------------------------------ IR → terms
+    def _rule_commands(self, r: Rule, nullable: set[str]) -> list[str]:
+        """The commands that union rule ``r``'s reference with its definition: one ``union``,
+        or, for a body over ``MAX_TERM_NODES`` e-nodes, its pieces first (``_pieces``)."""
+        if r.name in self.pinned:
+            return [f"(union (R {quote(r.name)}) {self._definition(r, nullable)})"]
+        lets, text, nodes, split = self._pieces(r.body)
+        if not split and nodes < MAX_TERM_NODES:  # (and the reference's own e-node)
+            return [f"(union (R {quote(r.name)}) {text})"]
+        name = f"${self._lets}"
+        self._lets += 1
+        return [f"(let {name} (R {quote(r.name)}))", *lets, f"(union {name} {text})"]
+
+    def _pieces(self, e: Expr) -> tuple[list[str], str, int, bool]:
+        """(``let`` commands, term text, its e-nodes, whether split) for expression ``e``, so
+        that no command builds more than ``MAX_TERM_NODES`` e-nodes. A node whose term would be
+        larger, or with a split child, binds every child to a global, in order, each child's own
+        pieces first. The e-nodes are created in the order one nested term creates them
+        (children left to right, each before its parent, ``union``'s left side first), so
+        e-class ids, hence snapshots and outputs, are the same as lowering ``e`` whole."""
+        if isinstance(e, Repeat):
+            kids = [e.item]
+        elif isinstance(e, (Seq, Alt)):
+            kids = list(e.items)
+        else:
+            return [], self.term(e), 1, False
+        parts = [self._pieces(k) for k in kids]
+        nodes = 1 + sum(p[2] for p in parts)
+        if nodes > MAX_TERM_NODES or any(p[3] for p in parts):
+            lets: list[str] = []
+            texts = []
+            for k_lets, k_text, _, _ in parts:
+                lets += k_lets
+                name = f"${self._lets}"
+                self._lets += 1
+                lets.append(f"(let {name} {k_text})")
+                texts.append(name)
+            return lets, self._node_text(e, texts), 1, True
+        return [], self._node_text(e, [p[1] for p in parts]), nodes, False
+
+    @staticmethod
+    def _node_text(e: Expr, kids: list[str]) -> str:
+        """The term text of composite ``e`` over its children's texts ``kids``."""
+        if isinstance(e, Repeat):
+            return f"(Rep {kids[0]} {e.min} {-1 if e.max is None else e.max})"
+        return f"({'Seq' if isinstance(e, Seq) else 'Alt'} (vec-of {' '.join(kids)}))"
+
     def _definition(self, r: Rule, nullable: set[str]) -> str:
         """The term a rule's reference is unioned with: its body, or for a pinned rule its
         opaque atom (with ε when the rule is nullable)."""
@@ -145,12 +197,10 @@ class GrammarEGraph:
             return f"(R {quote(e.name)})"
         if isinstance(e, Epsilon):
             return "(Eps)"
-        if isinstance(e, Seq):
-            return f"(Seq (vec-of {' '.join(self.term(i) for i in e.items)}))"
-        if isinstance(e, Alt):
-            return f"(Alt (vec-of {' '.join(self.term(i) for i in e.items)}))"
+        if isinstance(e, (Seq, Alt)):
+            return self._node_text(e, [self.term(i) for i in e.items])
         if isinstance(e, Repeat):
-            return f"(Rep {self.term(e.item)} {e.min} {-1 if e.max is None else e.max})"
+            return self._node_text(e, [self.term(e.item)])
         raise TypeError(f"cannot lower {e!r}")
 
     # ------------------------------------------------------------ commands
