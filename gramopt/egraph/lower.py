@@ -53,7 +53,10 @@ HEADER = """
 (sort NodeVec (Vec Node))
 (constructor Seq (NodeVec) Node)
 (constructor Alt (NodeVec) Node)
+(function W (i64) Node :merge new)
 """
+"""``(W k)``: handle k, a class bound by ``(set (W k) term)`` so that a later command names it in
+one e-node's text (``MAX_TERM_NODES``); never read back (``snapshot`` reads the six constructors)."""
 
 @dataclass(frozen=True, slots=True)
 class Opaque:
@@ -66,10 +69,12 @@ class Opaque:
 Atom = Literal | CharClass | Terminal | Regex | Opaque
 CHUNK_CHARS = 1000
 MAX_TERM_NODES = 64
-"""The most e-nodes one lowering command builds: egglog 13.2's memory for one command grows
-superlinearly with its term (WashingtonPost wp_26's 2,110-node rule after a round of passes:
-+380 MB and 0.26 s as one ``union``; +5 MB and 0.02 s with its pieces bound by ``let`` first,
-``GrammarEGraph._pieces``)."""
+"""The most e-nodes one command's term spells out; larger terms are sent in pieces, each bound
+to a handle ``(W k)`` first. egglog 13.2's memory for one command grows superlinearly with its
+term: WashingtonPost wp_26's 2,110-node rule after a round of passes took +380 MB and 0.26 s as
+one ``union`` (+5 MB and 0.02 s in pieces, ``GrammarEGraph._pieces``); under ``--target
+llguidance`` the rewrites' unions named classes by 4,249-node witness terms, 5.5 GB and 32 s
+(``GrammarEGraph.witness``). A handle costs ~1 KB of egglog memory (a ``let`` global ~15 KB)."""
 
 
 def quote(s: str) -> str:
@@ -122,9 +127,14 @@ class GrammarEGraph:
         self.run(HEADER)
         self.pinned = {r.name: r for r in grammar.rules if r.pinned}
         nullable = nullable_rules(grammar) if self.pinned else set()
-        self._lets = 0  # globals bound so far by lowering's pieces (their names: $0, $1, …)
+        self._handles = 0  # handles (W k) bound so far, by lowering's pieces and by witnesses
         self.run_commands([c for r in grammar.rules for c in self._rule_commands(r, nullable)])
-        self._witness: dict[int, str] = {}
+        self._witness: dict[int, str] = {}  # class -> its witness spelled out (this snapshot)
+        self._best: dict[int, tuple[int, ENode]] | None = None  # class -> (witness size, top node)
+        self._key: dict[int, int] = {}  # class -> its witness's structure id (this snapshot)
+        self._structures: dict[tuple, int] = {}  # (kind, data, child structure ids) -> id
+        self._bound: dict[int, str] = {}  # structure id -> its handle, bound once for the e-graph
+        self._pending: list[str] = []  # binding commands ``witness`` made, not yet taken
         self._snap: Snapshot | None = None
 
     # ------------------------------------------------------------ IR → terms
@@ -133,17 +143,21 @@ class GrammarEGraph:
         or, for a body over ``MAX_TERM_NODES`` e-nodes, its pieces first (``_pieces``)."""
         if r.name in self.pinned:
             return [f"(union (R {quote(r.name)}) {self._definition(r, nullable)})"]
-        lets, text, nodes, split = self._pieces(r.body)
+        binds, text, nodes, split = self._pieces(r.body)
         if not split and nodes < MAX_TERM_NODES:  # (and the reference's own e-node)
             return [f"(union (R {quote(r.name)}) {text})"]
-        name = f"${self._lets}"
-        self._lets += 1
-        return [f"(let {name} (R {quote(r.name)}))", *lets, f"(union {name} {text})"]
+        head = self._handle()
+        return [f"(set {head} (R {quote(r.name)}))", *binds, f"(union {head} {text})"]
+
+    def _handle(self) -> str:
+        """A new handle's text, ``(W k)``."""
+        self._handles += 1
+        return f"(W {self._handles - 1})"
 
     def _pieces(self, e: Expr) -> tuple[list[str], str, int, bool]:
-        """(``let`` commands, term text, its e-nodes, whether split) for expression ``e``, so
+        """(binding commands, term text, its e-nodes, whether split) for expression ``e``, so
         that no command builds more than ``MAX_TERM_NODES`` e-nodes. A node whose term would be
-        larger, or with a split child, binds every child to a global, in order, each child's own
+        larger, or with a split child, binds every child to a handle, in order, each child's own
         pieces first. The e-nodes are created in the order one nested term creates them
         (children left to right, each before its parent, ``union``'s left side first), so
         e-class ids, hence snapshots and outputs, are the same as lowering ``e`` whole."""
@@ -156,19 +170,18 @@ class GrammarEGraph:
         parts = [self._pieces(k) for k in kids]
         nodes = 1 + sum(p[2] for p in parts)
         if nodes > MAX_TERM_NODES or any(p[3] for p in parts):
-            lets: list[str] = []
+            binds: list[str] = []
             texts = []
-            for k_lets, k_text, _, _ in parts:
-                lets += k_lets
-                name = f"${self._lets}"
-                self._lets += 1
-                lets.append(f"(let {name} {k_text})")
+            for k_binds, k_text, _, _ in parts:
+                binds += k_binds
+                name = self._handle()
+                binds.append(f"(set {name} {k_text})")
                 texts.append(name)
-            return lets, self._node_text(e, texts), 1, True
-        return [], self._node_text(e, [p[1] for p in parts]), nodes, False
+            return binds, self._expr_text(e, texts), 1, True
+        return [], self._expr_text(e, [p[1] for p in parts]), nodes, False
 
     @staticmethod
-    def _node_text(e: Expr, kids: list[str]) -> str:
+    def _expr_text(e: Expr, kids: list[str]) -> str:
         """The term text of composite ``e`` over its children's texts ``kids``."""
         if isinstance(e, Repeat):
             return f"(Rep {kids[0]} {e.min} {-1 if e.max is None else e.max})"
@@ -198,9 +211,9 @@ class GrammarEGraph:
         if isinstance(e, Epsilon):
             return "(Eps)"
         if isinstance(e, (Seq, Alt)):
-            return self._node_text(e, [self.term(i) for i in e.items])
+            return self._expr_text(e, [self.term(i) for i in e.items])
         if isinstance(e, Repeat):
-            return self._node_text(e, [self.term(e.item)])
+            return self._expr_text(e, [self.term(e.item)])
         raise TypeError(f"cannot lower {e!r}")
 
     # ------------------------------------------------------------ commands
@@ -281,7 +294,7 @@ class GrammarEGraph:
             {c: sorted(ns, key=lambda n: (_KIND_ORDER[n.kind], str(n.data), n.children))
              for c, ns in classes.items()},
             names, of_name, sum(len(v) for v in classes.values()))
-        self._witness = {}
+        self._witness, self._best, self._key = {}, None, {}
         return self._snap
 
     def size(self) -> int:
@@ -291,15 +304,74 @@ class GrammarEGraph:
     # ------------------------------------------------------------ class handles
     def witness(self, c: int) -> str:
         """A finite term (text) denoting e-class ``c`` of the current snapshot, so Python
-        rewrites can name an existing class in a union: the smallest term by node count,
-        with rule names (R) as leaves (Knuth's fixed point over the snapshot)."""
-        if not self._witness:
-            self._witness = _witnesses(self.snapshot())
-        return self._witness[c]
+        rewrites can name an existing class in a union: the smallest term by node count, with
+        rule names (R) as leaves (Knuth's fixed point over the snapshot), spelled out up to
+        ``MAX_TERM_NODES`` e-nodes and past that as handles bound first (``take_bindings``).
+        A handle stands for one term structure (the same text every time that term is the
+        witness, as the term spelled out was), bound once: its class is that term's."""
+        if self._best is None:
+            self._best = _witness_nodes(self.snapshot())
+        return self._spelled(c) if self._best[c][0] <= MAX_TERM_NODES else self._named(c)
+
+    def take_bindings(self) -> list[str]:
+        """The binding commands of the handles ``witness`` named since the last call; they
+        run before the commands that name them."""
+        out, self._pending = self._pending, []
+        return out
+
+    def _spelled(self, c: int) -> str:
+        """The text of ``c``'s witness term, spelled out (at most ``MAX_TERM_NODES`` e-nodes)."""
+        text = self._witness.get(c)
+        if text is None:
+            node = self._best[c][1]
+            text = self._witness[c] = _enode_text(node, [self._spelled(ch) for ch in node.children])
+        return text
+
+    def _named(self, c: int) -> str:
+        """The handle of ``c``'s witness term, bound (once per term structure) to its top e-node
+        over its children: spelled out, in order, while the binding stays within
+        ``MAX_TERM_NODES`` e-nodes, else their own handles."""
+        key = self._structure(c)
+        handle = self._bound.get(key)
+        if handle is None:
+            node = self._best[c][1]
+            kids, spelled = [], 1
+            for ch in node.children:
+                size = self._best[ch][0]
+                if size == 1 or spelled + size <= MAX_TERM_NODES:
+                    kids.append(self._spelled(ch))
+                    spelled += size
+                else:
+                    kids.append(self._named(ch))
+                    spelled += 1
+            handle = self._bound[key] = self._handle()
+            self._pending.append(f"(set {handle} {_enode_text(node, kids)})")
+        return handle
+
+    def structure(self, kind: str, data, kids: tuple[int, ...]) -> int:
+        """The id of the term with top e-node (``kind``, ``data``) over the terms with ids
+        ``kids``: equal ids, equal term texts once every witness is spelled out."""
+        return self._structures.setdefault((kind, data, kids), len(self._structures))
+
+    def class_structure(self, c: int) -> int:
+        """The id (``structure``) of ``c``'s witness term in the current snapshot."""
+        if self._best is None:
+            self._best = _witness_nodes(self.snapshot())
+        return self._structure(c)
+
+    def _structure(self, c: int) -> int:
+        key = self._key.get(c)
+        if key is None:
+            node = self._best[c][1]
+            key = self._key[c] = self.structure(node.kind, node.data,
+                                                tuple(self._structure(ch) for ch in node.children))
+        return key
 
 
-def _witnesses(snap: Snapshot) -> dict[int, str]:
-    best: dict[int, tuple[int, str]] = {}
+def _witness_nodes(snap: Snapshot) -> dict[int, tuple[int, ENode]]:
+    """Class -> (size, top e-node) of its smallest term by node count with rule names (R) as
+    leaves: Knuth's fixed point over the snapshot (the first smallest found, in class order)."""
+    best: dict[int, tuple[int, ENode]] = {}
     changed = True
     while changed:
         changed = False
@@ -310,16 +382,19 @@ def _witnesses(snap: Snapshot) -> dict[int, str]:
                 size = 1 + sum(best[ch][0] for ch in n.children)
                 if c in best and best[c][0] <= size:
                     continue
-                if n.kind == "Tok":
-                    text = f"(Tok {n.data})"
-                elif n.kind == "Eps":
-                    text = "(Eps)"
-                elif n.kind == "R":
-                    text = f"(R {quote(n.data)})"
-                elif n.kind == "Rep":
-                    text = f"(Rep {best[n.children[0]][1]} {n.data[0]} {n.data[1]})"
-                else:
-                    text = f"({n.kind} (vec-of {' '.join(best[ch][1] for ch in n.children)}))"
-                best[c] = (size, text)
+                best[c] = (size, n)
                 changed = True
-    return {c: t for c, (_, t) in best.items()}
+    return best
+
+
+def _enode_text(n: ENode, kids: list[str]) -> str:
+    """The text of e-node ``n`` over its children's texts."""
+    if n.kind == "Tok":
+        return f"(Tok {n.data})"
+    if n.kind == "Eps":
+        return "(Eps)"
+    if n.kind == "R":
+        return f"(R {quote(n.data)})"
+    if n.kind == "Rep":
+        return f"(Rep {kids[0]} {n.data[0]} {n.data[1]})"
+    return f"({n.kind} (vec-of {' '.join(kids)}))"

@@ -144,6 +144,28 @@ def render(t: Term, eg: GrammarEGraph) -> str:
     raise ValueError(t)
 
 
+def term_key(t: Term, eg: GrammarEGraph) -> int:
+    """The structure id (``GrammarEGraph.structure``) of the term ``render`` writes for ``t``:
+    two terms have one id exactly when their texts are equal with every witness spelled out."""
+    k = t[0]
+    if k == "c":
+        return eg.class_structure(t[1])
+    if k == "tok":
+        return eg.structure("Tok", eg.atom(t[1]), ())
+    if k == "eps":
+        return eg.structure("Eps", None, ())
+    if k in ("seq", "alt"):
+        items = [i for i in t[1] if not (k == "seq" and i == ("eps",))]
+        if not items:
+            return eg.structure("Eps", None, ())
+        if len(items) == 1:
+            return term_key(items[0], eg)
+        return eg.structure("Seq" if k == "seq" else "Alt", None, tuple(term_key(i, eg) for i in items))
+    if k == "rep":
+        return eg.structure("Rep", (t[2], t[3]), (term_key(t[1], eg),))
+    raise ValueError(t)
+
+
 def as_node(t: Term) -> ENode | None:
     """The e-node a term is, when all its children are existing classes (for the
     already-present check); None otherwise."""

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 
 from .lower import GrammarEGraph
-from .rewrite import Context, Rewrite, as_node, render
+from .rewrite import Context, Rewrite, as_node, render, term_key
 
 
 class StopReason(enum.Enum):
@@ -100,7 +100,7 @@ class Runner:
         snap = eg.snapshot()
         start_nodes = snap.n_nodes
         report = RunReport(StopReason.ITERATION_LIMIT, 0, start_nodes, start_nodes)
-        seen: set[str] = set()
+        seen: set[tuple[int, int]] = set()  # unions sent: (class witness, term) structure ids
         size = (len(snap.classes), snap.n_nodes)
         for it in range(lim.iterations):
             report.iterations = it + 1
@@ -124,10 +124,12 @@ class Runner:
                         continue
                     if term[0] == "c" and term[1] == c:
                         continue
-                    text = f"(union {eg.witness(c)} {render(term, eg)})"
-                    if text in seen:
+                    key = (eg.class_structure(c), term_key(term, eg))  # the union's text, spelled out
+                    if key in seen:
                         continue
-                    seen.add(text)
+                    seen.add(key)
+                    text = f"(union {eg.witness(c)} {render(term, eg)})"
+                    program += eg.take_bindings()  # the handles the text names, bound first
                     program.append(text)
                     report.fired[rw.name] += 1
             report.search_s += time.perf_counter() - t
