@@ -425,3 +425,18 @@ def test_forget_all_empties_every_identity_memo_and_answers_stay_the_same():
     forget_all()
     assert not mine.entries
     assert nullable_rules(g) == before
+
+
+def test_forget_all_empties_kappas_body_cache_and_kappa_stays_the_same():
+    """κ's cache of rule bodies (keyed by value: it kept every earlier batch item's bodies
+    alive) is ``forgotten``: ``forget_all`` empties it, and κ computed again is the same."""
+    import importlib
+    from gramopt.costmodels import kappa
+    from gramopt.grammar.memo import forget_all
+    cache = importlib.import_module("gramopt.costmodels.kappa")._body_kappa
+    g = parse('root ::= a "x" | a a\na ::= "" | "y"+\n', "gbnf")
+    k = kappa(g)
+    assert cache.cache_info().currsize > 0
+    forget_all()
+    assert cache.cache_info().currsize == 0
+    assert kappa(g) == k

@@ -37,6 +37,7 @@ from functools import lru_cache
 
 from ..grammar import BNF, Alt, Epsilon, Grammar, Literal, Repeat, Rule, Seq, lower
 from ..grammar.dialects import token_atoms
+from ..grammar.memo import forgotten
 
 
 HELPER = 2  # a nonterminal's entry and exit states
@@ -123,6 +124,7 @@ def rule_kappa(rule: Rule, dialect: str) -> int:
     return _body_kappa(rule.body, token_atoms(dialect))
 
 
+@forgotten  # between a batch's items
 @lru_cache(maxsize=1 << 16)
 def _body_kappa(body, lark: bool) -> int:
     alts = body.items if isinstance(body, Alt) else (body,)
