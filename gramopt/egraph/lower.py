@@ -143,8 +143,8 @@ class GrammarEGraph:
         or, for a body over ``MAX_TERM_NODES`` e-nodes, its pieces first (``_pieces``)."""
         if r.name in self.pinned:
             return [f"(union (R {quote(r.name)}) {self._definition(r, nullable)})"]
-        binds, text, nodes, split = self._pieces(r.body)
-        if not split and nodes < MAX_TERM_NODES:  # (and the reference's own e-node)
+        binds, text, nodes = self._pieces(r.body)
+        if not binds and nodes < MAX_TERM_NODES:  # (and the reference's own e-node)
             return [f"(union (R {quote(r.name)}) {text})"]
         head = self._handle()
         return [f"(set {head} (R {quote(r.name)}))", *binds, f"(union {head} {text})"]
@@ -154,38 +154,27 @@ class GrammarEGraph:
         self._handles += 1
         return f"(W {self._handles - 1})"
 
-    def _pieces(self, e: Expr) -> tuple[list[str], str, int, bool]:
-        """(binding commands, term text, its e-nodes, whether split) for expression ``e``, so
+    def _pieces(self, e: Expr) -> tuple[list[str], str, int]:
+        """(binding commands, term text, its e-nodes spelled out) for expression ``e``, so
         that no command builds more than ``MAX_TERM_NODES`` e-nodes. A node whose term would be
         larger, or with a split child, binds every child to a handle, in order, each child's own
         pieces first. The e-nodes are created in the order one nested term creates them
         (children left to right, each before its parent, ``union``'s left side first), so
         e-class ids, hence snapshots and outputs, are the same as lowering ``e`` whole."""
-        if isinstance(e, Repeat):
-            kids = [e.item]
-        elif isinstance(e, (Seq, Alt)):
-            kids = list(e.items)
-        else:
-            return [], self.term(e), 1, False
-        parts = [self._pieces(k) for k in kids]
+        if not isinstance(e, (Seq, Alt, Repeat)):
+            return [], self.term(e), 1
+        parts = [self._pieces(k) for k in _children(e)]
         nodes = 1 + sum(p[2] for p in parts)
-        if nodes > MAX_TERM_NODES or any(p[3] for p in parts):
+        if nodes > MAX_TERM_NODES or any(p[0] for p in parts):
             binds: list[str] = []
             texts = []
-            for k_binds, k_text, _, _ in parts:
+            for k_binds, k_text, _ in parts:
                 binds += k_binds
                 name = self._handle()
                 binds.append(f"(set {name} {k_text})")
                 texts.append(name)
-            return binds, self._expr_text(e, texts), 1, True
-        return [], self._expr_text(e, [p[1] for p in parts]), nodes, False
-
-    @staticmethod
-    def _expr_text(e: Expr, kids: list[str]) -> str:
-        """The term text of composite ``e`` over its children's texts ``kids``."""
-        if isinstance(e, Repeat):
-            return f"(Rep {kids[0]} {e.min} {-1 if e.max is None else e.max})"
-        return f"({'Seq' if isinstance(e, Seq) else 'Alt'} (vec-of {' '.join(kids)}))"
+            return binds, _composite_text(e, texts), 1
+        return [], _composite_text(e, [p[1] for p in parts]), nodes
 
     def _definition(self, r: Rule, nullable: set[str]) -> str:
         """The term a rule's reference is unioned with: its body, or for a pinned rule its
@@ -205,15 +194,13 @@ class GrammarEGraph:
     def term(self, e: Expr) -> str:
         """The egglog term text of expression ``e``."""
         if isinstance(e, (Literal, CharClass, Terminal, Regex)):
-            return f"(Tok {self.atom(e)})"
+            return node_text("Tok", self.atom(e), ())
         if isinstance(e, Ref):
-            return f"(R {quote(e.name)})"
+            return node_text("R", e.name, ())
         if isinstance(e, Epsilon):
-            return "(Eps)"
-        if isinstance(e, (Seq, Alt)):
-            return self._expr_text(e, [self.term(i) for i in e.items])
-        if isinstance(e, Repeat):
-            return self._expr_text(e, [self.term(e.item)])
+            return node_text("Eps", None, ())
+        if isinstance(e, (Seq, Alt, Repeat)):
+            return _composite_text(e, [self.term(k) for k in _children(e)])
         raise TypeError(f"cannot lower {e!r}")
 
     # ------------------------------------------------------------ commands
@@ -309,9 +296,7 @@ class GrammarEGraph:
         ``MAX_TERM_NODES`` e-nodes and past that as handles bound first (``take_bindings``).
         A handle stands for one term structure (the same text every time that term is the
         witness, as the term spelled out was), bound once: its class is that term's."""
-        if self._best is None:
-            self._best = _witness_nodes(self.snapshot())
-        return self._spelled(c) if self._best[c][0] <= MAX_TERM_NODES else self._named(c)
+        return self._spelled(c) if self._witness_table()[c][0] <= MAX_TERM_NODES else self._named(c)
 
     def take_bindings(self) -> list[str]:
         """The binding commands of the handles ``witness`` named since the last call; they
@@ -324,7 +309,7 @@ class GrammarEGraph:
         text = self._witness.get(c)
         if text is None:
             node = self._best[c][1]
-            text = self._witness[c] = _enode_text(node, [self._spelled(ch) for ch in node.children])
+            text = self._witness[c] = node_text(node.kind, node.data, [self._spelled(ch) for ch in node.children])
         return text
 
     def _named(self, c: int) -> str:
@@ -345,7 +330,7 @@ class GrammarEGraph:
                     kids.append(self._named(ch))
                     spelled += 1
             handle = self._bound[key] = self._handle()
-            self._pending.append(f"(set {handle} {_enode_text(node, kids)})")
+            self._pending.append(f"(set {handle} {node_text(node.kind, node.data, kids)})")
         return handle
 
     def structure(self, kind: str, data, kids: tuple[int, ...]) -> int:
@@ -355,9 +340,14 @@ class GrammarEGraph:
 
     def class_structure(self, c: int) -> int:
         """The id (``structure``) of ``c``'s witness term in the current snapshot."""
+        self._witness_table()
+        return self._structure(c)
+
+    def _witness_table(self) -> dict[int, tuple[int, ENode]]:
+        """Class -> (size, top e-node) of its witness term, made once per snapshot."""
         if self._best is None:
             self._best = _witness_nodes(self.snapshot())
-        return self._structure(c)
+        return self._best
 
     def _structure(self, c: int) -> int:
         key = self._key.get(c)
@@ -387,14 +377,27 @@ def _witness_nodes(snap: Snapshot) -> dict[int, tuple[int, ENode]]:
     return best
 
 
-def _enode_text(n: ENode, kids: list[str]) -> str:
-    """The text of e-node ``n`` over its children's texts."""
-    if n.kind == "Tok":
-        return f"(Tok {n.data})"
-    if n.kind == "Eps":
+def node_text(kind: str, data, kids) -> str:
+    """The egglog text of one e-node of ``kind`` (Tok, Eps, R, Rep, Seq, Alt) with ``data``
+    (atom id, rule name, (min, max) with -1 unbounded) over its children's texts: the term
+    language's one spelling, for lowering, witnesses and the rewrites' terms."""
+    if kind == "Tok":
+        return f"(Tok {data})"
+    if kind == "Eps":
         return "(Eps)"
-    if n.kind == "R":
-        return f"(R {quote(n.data)})"
-    if n.kind == "Rep":
-        return f"(Rep {kids[0]} {n.data[0]} {n.data[1]})"
-    return f"({n.kind} (vec-of {' '.join(kids)}))"
+    if kind == "R":
+        return f"(R {quote(data)})"
+    if kind == "Rep":
+        return f"(Rep {kids[0]} {data[0]} {data[1]})"
+    return f"({kind} (vec-of {' '.join(kids)}))"
+
+
+def _children(e: Seq | Alt | Repeat) -> tuple[Expr, ...]:
+    return (e.item,) if isinstance(e, Repeat) else e.items
+
+
+def _composite_text(e: Seq | Alt | Repeat, kids: list[str]) -> str:
+    """The text of composite expression ``e`` over its children's texts."""
+    if isinstance(e, Repeat):
+        return node_text("Rep", (e.min, -1 if e.max is None else e.max), kids)
+    return node_text("Seq" if isinstance(e, Seq) else "Alt", None, kids)

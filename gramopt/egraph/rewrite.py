@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from ..grammar.dialects import token_atoms
-from .lower import ENode, GrammarEGraph, Snapshot
+from .lower import ENode, GrammarEGraph, Snapshot, node_text
 
 Term = tuple
 Proposal = tuple[int, Term]
@@ -125,44 +125,35 @@ class Rewrite:
 
 
 def render(t: Term, eg: GrammarEGraph) -> str:
-    k = t[0]
-    if k == "c":
-        return eg.witness(t[1])
-    if k == "tok":
-        return f"(Tok {eg.atom(t[1])})"
-    if k == "eps":
-        return "(Eps)"
-    if k in ("seq", "alt"):
-        items = [i for i in t[1] if not (k == "seq" and i == ("eps",))]
-        if not items:
-            return "(Eps)"
-        if len(items) == 1:
-            return render(items[0], eg)
-        return f"({'Seq' if k == 'seq' else 'Alt'} (vec-of {' '.join(render(i, eg) for i in items)}))"
-    if k == "rep":
-        return f"(Rep {render(t[1], eg)} {t[2]} {t[3]})"
-    raise ValueError(t)
+    """The egglog text of term ``t``, classes named by their witnesses."""
+    return _written(t, eg, eg.witness, node_text)
 
 
 def term_key(t: Term, eg: GrammarEGraph) -> int:
     """The structure id (``GrammarEGraph.structure``) of the term ``render`` writes for ``t``:
     two terms have one id exactly when their texts are equal with every witness spelled out."""
+    return _written(t, eg, eg.class_structure, eg.structure)
+
+
+def _written(t: Term, eg: GrammarEGraph, of_class, node):
+    """``t`` as written to egglog, folded: ``of_class(c)`` for a class, ``node(kind, data,
+    kids)`` for each e-node (ε dropped from sequences, one-item groups written as the item)."""
     k = t[0]
     if k == "c":
-        return eg.class_structure(t[1])
+        return of_class(t[1])
     if k == "tok":
-        return eg.structure("Tok", eg.atom(t[1]), ())
+        return node("Tok", eg.atom(t[1]), ())
     if k == "eps":
-        return eg.structure("Eps", None, ())
+        return node("Eps", None, ())
     if k in ("seq", "alt"):
         items = [i for i in t[1] if not (k == "seq" and i == ("eps",))]
         if not items:
-            return eg.structure("Eps", None, ())
+            return node("Eps", None, ())
         if len(items) == 1:
-            return term_key(items[0], eg)
-        return eg.structure("Seq" if k == "seq" else "Alt", None, tuple(term_key(i, eg) for i in items))
+            return _written(items[0], eg, of_class, node)
+        return node("Seq" if k == "seq" else "Alt", None, tuple(_written(i, eg, of_class, node) for i in items))
     if k == "rep":
-        return eg.structure("Rep", (t[2], t[3]), (term_key(t[1], eg),))
+        return node("Rep", (t[2], t[3]), (_written(t[1], eg, of_class, node),))
     raise ValueError(t)
 
 
